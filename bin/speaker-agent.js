@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+// Entry point of the `speaker-agent` command: runs the compiled CLI (npm run build).
+import('../dist/cli/main.js').catch((err) => {
+  if (err && err.code === 'ERR_MODULE_NOT_FOUND' && String(err.message).includes('dist/cli/main.js')) {
+    console.error('speaker-agent is not built: run `npm run build` in the project directory.');
+    process.exit(78);
+  }
+  throw err;
+});

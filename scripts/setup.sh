@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian / Raspberry Pi OS machine (bookworm; arm64, armhf, x86-64) to build and run the
+# project from this checkout: Debian packages, `npm ci` (native addons build from source), `npm run build`.
+#   scripts/setup.sh          what the agent and the companion server need
+#   scripts/setup.sh --dev    also what the tests and benchmarks need (Chromium, flite, sox, systemd-analyze)
+# Idempotent. Downloads only from Debian and the npm registry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=0
+for a in "$@"; do
+  case "$a" in
+    --dev) DEV=1 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "unknown option: $a" >&2; exit 2 ;;
+  esac
+done
+
+# Runtime: ALSA tools and plugins, PortAudio (the audio addon links Debian's, see vendor/naudiodon2/PATCHES.md),
+# offline speech (espeak-ng synthesis, pocketsphinx recognition), ffmpeg (uploads), PulseAudio (virtual devices
+# on machines without a sound card). Build: compilers for the native addons (opus, better-sqlite3, naudiodon2).
+PKGS=(alsa-utils libasound2-plugins libportaudio2 portaudio19-dev
+      libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg
+      pulseaudio pulseaudio-utils
+      python3 make g++ ca-certificates)
+DEV_PKGS=(chromium flite sox espeak-ng systemd iproute2 procps)
+[ "$DEV" = 1 ] && PKGS+=("${DEV_PKGS[@]}")
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v node >/dev/null; then
+  echo "==> installing Node.js from Debian"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 20 ]; then
+  echo "Node.js $(node --version) is too old: the agent needs Node 20 or newer." >&2
+  echo "On Raspberry Pi OS bookworm: install Node 20 (e.g. the nodejs package of a newer release) and rerun." >&2
+  exit 1
+fi
+
+if [ ! -d node_modules ] || ! npm ls --omit=dev >/dev/null 2>&1 || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "==> npm ci (native addons build from source: a few minutes on a Pi)"
+  npm ci --no-audit --no-fund
+fi
+echo "==> building"
+npm run build --silent
+echo "==> ready"

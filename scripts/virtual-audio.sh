@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Virtual sound card for machines without one (CI, demos): a PulseAudio user daemon with
+#   - sink "speaker": what the agent plays; record it from "speaker.monitor"
+#   - sink "mic_in" + source "mic" (remapped from mic_in.monitor): `paplay -d mic_in file.wav` speaks into the mic
+# ALSA clients (PortAudio, amixer) reach it through Debian's /etc/alsa/conf.d/99-pulse.conf.
+#
+# usage: virtual-audio.sh start|stop|env      (prints `export PULSE_SERVER=...` lines for eval)
+set -euo pipefail
+DIR=${SPEAKER_AGENT_PULSE_DIR:-/tmp/speaker-agent-pulse}
+SOCK="$DIR/native"
+
+env_lines() {
+  echo "export PULSE_SERVER=unix:$SOCK"
+  echo "export SPEAKER_AGENT_PULSE_DIR=$DIR"
+}
+
+running() { [ -S "$SOCK" ] && PULSE_SERVER="unix:$SOCK" pactl info >/dev/null 2>&1; }
+
+start() {
+  if running; then env_lines; return 0; fi
+  command -v pulseaudio >/dev/null || { echo "pulseaudio is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
+  mkdir -p "$DIR/runtime" "$DIR/state"
+  chmod 700 "$DIR/runtime"
+  cat > "$DIR/default.pa" <<PA
+load-module module-native-protocol-unix auth-anonymous=1 socket=$SOCK
+load-module module-null-sink sink_name=speaker rate=48000 sink_properties=device.description=VirtualSpeaker
+load-module module-null-sink sink_name=mic_in rate=48000 sink_properties=device.description=VirtualMicInput
+load-module module-remap-source master=mic_in.monitor source_name=mic source_properties=device.description=VirtualMicrophone
+set-default-sink speaker
+set-default-source mic
+PA
+  # Its own runtime/state dirs so it never touches a user's real session; no idle exit.
+  XDG_RUNTIME_DIR="$DIR/runtime" HOME="$DIR/state" PULSE_STATE_PATH="$DIR/state" \
+    pulseaudio --daemonize=yes --exit-idle-time=-1 --disallow-exit=no -n --file="$DIR/default.pa" \
+      --log-target=file:"$DIR/pulse.log" --use-pid-file=yes --system=no 2>>"$DIR/pulse.log" || true
+  for _ in $(seq 1 50); do running && { env_lines; return 0; }; sleep 0.1; done
+  echo "PulseAudio did not start; see $DIR/pulse.log" >&2
+  tail -20 "$DIR/pulse.log" >&2 || true
+  exit 1
+}
+
+stop() {
+  if running; then PULSE_SERVER="unix:$SOCK" pactl exit 2>/dev/null || true; fi
+  for _ in $(seq 1 30); do [ -S "$SOCK" ] && running || break; sleep 0.1; done
+  rm -f "$SOCK"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  env) env_lines ;;
+  *) echo "usage: $0 start|stop|env" >&2; exit 2 ;;
+esac

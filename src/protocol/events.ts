@@ -1,0 +1,121 @@
+// Data-channel events (spec section 6), declared once as schemas. Both sides parse with these; nothing that
+// arrives on the wire is trusted: parse functions never throw and say why a message was refused.
+import { z } from 'zod';
+
+/** The data channel label of the widely used realtime protocol. */
+export const DATA_CHANNEL_LABEL = 'oai-events';
+
+const base = { event_id: z.string().optional() };
+
+// ---- server -> client --------------------------------------------------------------------------------------
+
+export const FunctionCallItem = z.object({
+  type: z.literal('function_call'),
+  id: z.string(),
+  call_id: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.string(),
+  status: z.string().optional(),
+});
+export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
+
+const MessageItem = z.object({ type: z.literal('message'), id: z.string().optional() }).passthrough();
+
+export const ServerEvent = z.discriminatedUnion('type', [
+  z.object({ ...base, type: z.literal('session.created'), session: z.object({ id: z.string() }).passthrough() }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.speech_started'), audio_start_ms: z.number().optional(), item_id: z.string().optional() }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.speech_stopped'), audio_end_ms: z.number().optional(), item_id: z.string().optional() }),
+  z.object({ ...base, type: z.literal('conversation.item.input_audio_transcription.completed'), item_id: z.string().optional(), content_index: z.number().optional(), transcript: z.string() }),
+  z.object({ ...base, type: z.literal('response.created'), response: z.object({ id: z.string() }).passthrough() }),
+  // GA family
+  z.object({ ...base, type: z.literal('response.output_audio_transcript.delta'), response_id: z.string().optional(), item_id: z.string().optional(), delta: z.string() }),
+  z.object({ ...base, type: z.literal('response.output_audio_transcript.done'), response_id: z.string().optional(), item_id: z.string().optional(), transcript: z.string() }),
+  // legacy family (custom-pipeline assistants)
+  z.object({ ...base, type: z.literal('response.audio_transcript.delta'), response_id: z.string().optional(), item_id: z.string().optional(), delta: z.string() }),
+  z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.string().optional(), item_id: z.string().optional(), transcript: z.string() }),
+  z.object({ ...base, type: z.literal('response.output_item.done'), response_id: z.string().optional(), output_index: z.number().optional(), item: z.union([FunctionCallItem, MessageItem]) }),
+  z.object({ ...base, type: z.literal('response.done'), response: z.object({ id: z.string(), status: z.string().optional() }).passthrough() }),
+  z.object({ ...base, type: z.literal('error'), error: z.object({ type: z.string().optional(), code: z.string().nullish(), message: z.string(), event_id: z.string().nullish() }).passthrough() }),
+]);
+export type ServerEvent = z.infer<typeof ServerEvent>;
+export type ServerEventType = ServerEvent['type'];
+export type ServerEventOf<T extends ServerEventType> = Extract<ServerEvent, { type: T }>;
+
+// ---- client -> server --------------------------------------------------------------------------------------
+
+export const FunctionCallOutputItem = z.object({
+  type: z.literal('function_call_output'),
+  call_id: z.string().min(1),
+  output: z.string(),
+});
+
+export const ClientEvent = z.discriminatedUnion('type', [
+  z.object({ ...base, type: z.literal('conversation.item.create'), item: FunctionCallOutputItem }),
+  z.object({ ...base, type: z.literal('response.create'), response: z.object({}).passthrough().optional() }),
+  z.object({ ...base, type: z.literal('response.cancel') }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.clear') }),
+  z.object({ ...base, type: z.literal('session.update'), session: z.object({}).passthrough() }),
+]);
+export type ClientEvent = z.infer<typeof ClientEvent>;
+
+// ---- parsing -----------------------------------------------------------------------------------------------
+
+export type ParseResult<E> =
+  | { ok: true; event: E }
+  /** `unknown`: well-formed JSON with a type we do not handle; `invalid`: anything else. */
+  | { ok: false; kind: 'invalid' | 'unknown'; type?: string; reason: string };
+
+function parseWith<E>(schema: z.ZodType<E>, known: ReadonlySet<string>, raw: unknown): ParseResult<E> {
+  let value: unknown = raw;
+  if (typeof raw === 'string' || Buffer.isBuffer(raw)) {
+    try {
+      value = JSON.parse(raw.toString());
+    } catch {
+      return { ok: false, kind: 'invalid', reason: 'not valid JSON' };
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, kind: 'invalid', reason: 'not a JSON object' };
+  }
+  const type = (value as { type?: unknown }).type;
+  if (typeof type !== 'string') return { ok: false, kind: 'invalid', reason: 'missing "type"' };
+  if (!known.has(type)) return { ok: false, kind: 'unknown', type, reason: `unknown event type "${type}"` };
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const where = issue?.path.length ? issue.path.join('.') : 'event';
+    return { ok: false, kind: 'invalid', type, reason: `${type}: ${where}: ${issue?.message ?? 'invalid'}` };
+  }
+  return { ok: true, event: r.data };
+}
+
+function typesOf(schema: z.ZodDiscriminatedUnion): Set<string> {
+  return new Set(schema.options.map((o) => String((o as z.ZodObject).shape.type.value)));
+}
+
+const SERVER_TYPES = typesOf(ServerEvent as unknown as z.ZodDiscriminatedUnion);
+const CLIENT_TYPES = typesOf(ClientEvent as unknown as z.ZodDiscriminatedUnion);
+
+export function parseServerEvent(raw: unknown): ParseResult<ServerEvent> {
+  return parseWith(ServerEvent as z.ZodType<ServerEvent>, SERVER_TYPES, raw);
+}
+
+export function parseClientEvent(raw: unknown): ParseResult<ClientEvent> {
+  return parseWith(ClientEvent as z.ZodType<ClientEvent>, CLIENT_TYPES, raw);
+}
+
+/** Both transcript families, mapped to one role so clients handle them alike. */
+export function assistantTranscriptOf(
+  e: ServerEvent,
+): { phase: 'delta'; text: string } | { phase: 'done'; text: string } | undefined {
+  switch (e.type) {
+    case 'response.output_audio_transcript.delta':
+    case 'response.audio_transcript.delta':
+      return { phase: 'delta', text: e.delta };
+    case 'response.output_audio_transcript.done':
+    case 'response.audio_transcript.done':
+      return { phase: 'done', text: e.transcript };
+    default:
+      return undefined;
+  }
+}

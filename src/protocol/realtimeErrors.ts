@@ -1,0 +1,56 @@
+// Every error code the realtime routes (/v1/realtime*) answer with, in one registry (spec section 7):
+// body {error:{message, type, code}}. The README's error table is generated from the same facts.
+
+export type RealtimeErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'not_found_error'
+  | 'server_error';
+
+export interface RealtimeErrorDef {
+  status: 400 | 401 | 404 | 500;
+  type: RealtimeErrorType;
+  /** When it is answered, for the documentation table. */
+  when: string;
+}
+
+export const REALTIME_ERRORS = {
+  missing_header: { status: 400, type: 'invalid_request_error', when: 'X-Workspace-Key, X-Client-Id or X-Client-Secret is absent or empty (the message names the header)' },
+  invalid_client_secret: { status: 400, type: 'invalid_request_error', when: 'X-Client-Secret is shorter than 32 characters' },
+  unsupported_content_type: { status: 400, type: 'invalid_request_error', when: 'Content-Type is not application/json (sessions) or application/sdp (SDP exchange)' },
+  invalid_json: { status: 400, type: 'invalid_request_error', when: 'the session body is not a JSON object' },
+  invalid_modalities: { status: 400, type: 'invalid_request_error', when: 'modalities is not an array of "text"/"audio"' },
+  invalid_sdp: { status: 400, type: 'invalid_request_error', when: 'the SDP offer is empty, not SDP, or cannot be negotiated' },
+  no_audio_in_offer: { status: 400, type: 'invalid_request_error', when: 'the SDP offer has no audio section with the Opus codec' },
+  invalid_client_id: { status: 401, type: 'authentication_error', when: 'X-Client-Id is not a UUID' },
+  invalid_workspace_key: { status: 401, type: 'authentication_error', when: 'X-Workspace-Key matches no workspace' },
+  secret_mismatch: { status: 401, type: 'authentication_error', when: 'the client is enrolled with another secret (trust on first use)' },
+  client_not_found: { status: 404, type: 'not_found_error', when: 'the workspace does not enroll new clients automatically and this client id was never registered' },
+  client_not_activated: { status: 404, type: 'not_found_error', when: 'the client was disabled by an administrator' },
+  too_many_calls: { status: 500, type: 'server_error', when: 'the server holds its configured maximum of calls' },
+  server_error: { status: 500, type: 'server_error', when: 'an unexpected fault on the server' },
+} as const satisfies Record<string, RealtimeErrorDef>;
+
+export type RealtimeErrorCode = keyof typeof REALTIME_ERRORS;
+
+export interface RealtimeErrorBody {
+  error: { message: string; type: string; code: string };
+}
+
+export function realtimeErrorBody(code: RealtimeErrorCode, message: string): RealtimeErrorBody {
+  return { error: { message, type: REALTIME_ERRORS[code].type, code } };
+}
+
+/** Reads a realtime error body defensively (a proxy may answer with anything). */
+export function parseRealtimeErrorBody(text: string): RealtimeErrorBody['error'] | undefined {
+  try {
+    const v = JSON.parse(text) as unknown;
+    const e = (v as { error?: unknown })?.error as Record<string, unknown> | undefined;
+    if (e && typeof e === 'object' && typeof e.message === 'string') {
+      return { message: e.message, type: String(e.type ?? ''), code: String(e.code ?? '') };
+    }
+  } catch {
+    /* not JSON */
+  }
+  return undefined;
+}

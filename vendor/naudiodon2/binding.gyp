@@ -1,0 +1,29 @@
+# naudiodon2 2.5.0, patched: on Linux, every architecture links the distribution's PortAudio
+# (Debian: portaudio19-dev) instead of the x86-64/armhf binaries upstream bundles, which cannot
+# link on arm64 (Streampunk/naudiodon#68) and break when node_modules is moved (absolute RUNPATH).
+{
+  "targets": [
+    {
+      "target_name": "naudiodon",
+      "sources": [
+        "src/naudiodonUtil.cc",
+        "src/naudiodon.cc",
+        "src/GetDevices.cc",
+        "src/GetHostAPIs.cc",
+        "src/AudioIO.cc",
+        "src/PaContext.cc"
+      ],
+      "conditions": [
+        [
+          'OS=="linux"', {
+            "cflags_cc!": ["-fno-rtti", "-fno-exceptions"],
+            "cflags_cc": ["-std=c++11", "-fexceptions"],
+            "link_settings": {
+              "libraries": ["-lportaudio"]
+            }
+          }
+        ]
+      ]
+    }
+  ]
+}
