@@ -1,0 +1,55 @@
+// The agent's view of a sound card: capture and playback of 20 ms mono s16 frames at 48 kHz.
+// One small interface so the PortAudio specifics (and a board's quirks) live in portAudioBackend.ts only.
+
+export interface AudioDeviceInfo {
+  id: number;
+  name: string;
+  maxInputChannels: number;
+  maxOutputChannels: number;
+  defaultSampleRate: number;
+  hostApi: string;
+}
+
+export interface CaptureDevice {
+  /** Delivers 20 ms mono s16 frames (960 samples at 48 kHz) with the hrtime (ns) the audio callback delivered them.
+   *  The frame buffer may be reused after the callback returns: copy it to keep it. */
+  start(onFrame: (frame: Int16Array, capturedAtNs: bigint) => void): Promise<void>;
+  stop(): Promise<void>;
+  /** Called when the device fails after start (stream error, card unplugged). Optional for implementations. */
+  onError?: (err: AudioDeviceError) => void;
+}
+
+export interface PlaybackDevice {
+  start(): Promise<void>;
+  /** Non-blocking: queues a frame for the device. The frame is copied; the caller may reuse its buffer. */
+  write(frame: Int16Array): void;
+  /** ms of audio queued but not yet handed to ALSA */
+  readonly queuedMs: number;
+  stop(): Promise<void>;
+  /** Called when the device fails after start (stream error, card unplugged). Optional for implementations. */
+  onError?: (err: AudioDeviceError) => void;
+}
+
+export interface AudioBackend {
+  listDevices(): AudioDeviceInfo[];
+  openCapture(deviceName: string): CaptureDevice;
+  openPlayback(deviceName: string): PlaybackDevice;
+}
+
+export type AudioDeviceErrorCode = 'device_busy' | 'device_missing' | 'device_failed';
+
+export class AudioDeviceError extends Error {
+  override name = 'AudioDeviceError';
+  code: AudioDeviceErrorCode;
+  override cause?: unknown;
+  constructor(code: AudioDeviceErrorCode, message: string, cause?: unknown) {
+    super(message);
+    this.code = code;
+    this.cause = cause;
+  }
+}
+
+/** Media format every device and codec in the agent uses (matches AUDIO in src/protocol/session.ts). */
+export const FRAME_SAMPLES = 960;
+export const SAMPLE_RATE = 48_000;
+export const FRAME_MS = 20;

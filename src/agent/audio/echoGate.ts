@@ -1,0 +1,85 @@
+// Half-duplex echo suppression. On a speaker the microphone hears the assistant's own voice, and the
+// assistant then answers (interrupts) itself. With no acoustic echo canceller on the board, the agent sends
+// silence instead of microphone audio while the assistant's speech is playing and for a short tail after the
+// last audible frame (the sound still travelling through the ALSA buffers and the room).
+// 'full-duplex' passes the microphone through unchanged, for boards or sound servers that cancel echo
+// themselves (e.g. PulseAudio/PipeWire module-echo-cancel).
+
+export type DuplexMode = 'half-duplex' | 'full-duplex';
+
+export interface EchoGateOptions {
+  mode?: DuplexMode;
+  /** How long after the last audible frame has left the speaker the mic stays muted. Default 300 ms. */
+  tailMs?: number;
+  /** RMS (s16 units) above which a played frame counts as audible. Default 100 (about -50 dBFS). */
+  audibleRms?: number;
+  /** Monotonic clock in ms; injectable for unit tests. */
+  nowMs?: () => number;
+}
+
+const monotonicMs = (): number => performance.now();
+
+export class EchoGate {
+  mode: DuplexMode;
+  tailMs: number;
+  readonly audibleRms: number;
+  private readonly nowMs: () => number;
+  /** Time (ms, monotonic) at which the last audible frame finishes playing out of the speaker. */
+  private audibleUntilMs = -Infinity;
+  private readonly silence = new Int16Array(960);
+  readonly stats = { framesPassed: 0, framesSilenced: 0 };
+
+  constructor(opts: EchoGateOptions = {}) {
+    this.mode = opts.mode ?? 'half-duplex';
+    this.tailMs = opts.tailMs ?? 300;
+    this.audibleRms = opts.audibleRms ?? 100;
+    this.nowMs = opts.nowMs ?? monotonicMs;
+    if (!(this.tailMs >= 0)) throw new RangeError(`echo gate tailMs must be >= 0, got ${opts.tailMs}`);
+  }
+
+  /**
+   * The downlink reports every frame it hands to the speaker. queuedMs is how much audio is already queued
+   * ahead of it, so the frame is heard from now + queuedMs until now + queuedMs + frame length.
+   * Returns whether the frame was audible.
+   */
+  notePlayback(frame: Int16Array, queuedMs = 0): boolean {
+    if (!isAudible(frame, this.audibleRms)) return false;
+    const frameMs = (frame.length / 48_000) * 1000;
+    const until = this.nowMs() + queuedMs + frameMs;
+    if (until > this.audibleUntilMs) this.audibleUntilMs = until;
+    return true;
+  }
+
+  /** True when microphone audio must not be sent now. */
+  get gating(): boolean {
+    return this.mode === 'half-duplex' && this.nowMs() < this.audibleUntilMs + this.tailMs;
+  }
+
+  /** Returns the frame to send: the microphone frame itself, or a silent frame of the same length. */
+  filter(micFrame: Int16Array): Int16Array {
+    if (!this.gating) {
+      this.stats.framesPassed++;
+      return micFrame;
+    }
+    this.stats.framesSilenced++;
+    if (this.silence.length !== micFrame.length) return new Int16Array(micFrame.length);
+    return this.silence;
+  }
+
+  /** Forget playback history (new call). */
+  reset(): void {
+    this.audibleUntilMs = -Infinity;
+  }
+}
+
+/** RMS check without allocating; early exit once the threshold is certainly exceeded. */
+export function isAudible(frame: Int16Array, rmsThreshold: number): boolean {
+  const limit = rmsThreshold * rmsThreshold * frame.length;
+  let sum = 0;
+  for (let i = 0; i < frame.length; i++) {
+    const s = frame[i];
+    sum += s * s;
+    if (sum > limit) return true;
+  }
+  return false;
+}

@@ -1,0 +1,135 @@
+// Opus for the call: 48 kHz mono, 20 ms frames, through @discordjs/opus (bundled libopus, builds on every board).
+//
+// What @discordjs/opus 0.10 exposes, checked in its source (src/node-opus.cc):
+// - one native object holds both an encoder (created with OPUS_APPLICATION_AUDIO) and a decoder;
+//   applyEncoderCTL/applyDecoderCTL pass raw opus_*_ctl requests, so VOIP mode, in-band FEC and the
+//   packet-loss hint are set through CTL numbers from opus_defines.h;
+// - decode(buf) always calls opus_decode(..., decode_fec = 0): FEC RECOVERY IS NOT REACHABLE. Our encoder
+//   still sends in-band FEC (the server's decoder can use it); on our receive side a lost packet is concealed
+//   by PLC only;
+// - decode(empty buffer) runs libopus PLC, but with frame_size = its 120 ms output buffer, so one call
+//   yields 120 ms of concealment (verified: first 20 ms continue the signal, then it fades out). We play
+//   it out 20 ms at a time: consecutive losses take the next slice instead of calling PLC again, which also
+//   keeps the decoder's state in step with what was played.
+import opus from '@discordjs/opus';
+import { FRAME_SAMPLES } from './audioDevice.js';
+
+// opus_defines.h request numbers and values.
+const OPUS_SET_APPLICATION = 4000;
+const OPUS_APPLICATION_VOIP = 2048;
+const OPUS_SET_COMPLEXITY = 4010;
+const OPUS_SET_INBAND_FEC = 4012;
+const OPUS_SET_PACKET_LOSS_PERC = 4014;
+const OPUS_SET_DTX = 4016;
+const OPUS_SET_SIGNAL = 4024;
+const OPUS_SIGNAL_VOICE = 3001;
+
+export interface OpusEncoderOptions {
+  /** bits/s; default 28 000 (speech is clear at 24-32 kbit/s) */
+  bitrate?: number;
+  /** expected loss in percent, tells the encoder how much FEC to spend; default 10 */
+  packetLossPercent?: number;
+  /** 0..10; default 8 (≈0.6 ms per frame on x86, fine on a Pi 4/5; lower it on a Pi Zero) */
+  complexity?: number;
+}
+
+export class OpusFrameEncoder {
+  private readonly native: InstanceType<typeof opus.OpusEncoder>;
+  /** Reused input buffer: encode() copies the samples into it (no per-frame allocation for the PCM). */
+  private readonly pcm = Buffer.alloc(FRAME_SAMPLES * 2);
+  private readonly pcmView = new Int16Array(this.pcm.buffer, this.pcm.byteOffset, FRAME_SAMPLES);
+
+  constructor(opts: OpusEncoderOptions = {}) {
+    const bitrate = opts.bitrate ?? 28_000;
+    const loss = opts.packetLossPercent ?? 10;
+    const complexity = opts.complexity ?? 8;
+    if (!(bitrate >= 6000 && bitrate <= 510_000)) throw new RangeError(`opus bitrate out of range: ${bitrate}`);
+    if (!(loss >= 0 && loss <= 100)) throw new RangeError(`opus packet loss percent out of range: ${loss}`);
+    if (!(complexity >= 0 && complexity <= 10)) throw new RangeError(`opus complexity out of range: ${complexity}`);
+    this.native = new opus.OpusEncoder(48_000, 1);
+    // Application can only change before the first encode; the object creates its encoder lazily here.
+    this.native.applyEncoderCTL(OPUS_SET_APPLICATION, OPUS_APPLICATION_VOIP);
+    this.native.applyEncoderCTL(OPUS_SET_SIGNAL, OPUS_SIGNAL_VOICE);
+    this.native.applyEncoderCTL(OPUS_SET_INBAND_FEC, 1);
+    this.native.applyEncoderCTL(OPUS_SET_PACKET_LOSS_PERC, Math.round(loss));
+    this.native.applyEncoderCTL(OPUS_SET_COMPLEXITY, Math.round(complexity));
+    // No DTX: the gate's silence frames are cheap anyway, and a steady packet flow keeps the peer's jitter
+    // buffer and NAT bindings simple.
+    this.native.applyEncoderCTL(OPUS_SET_DTX, 0);
+    this.native.setBitrate(Math.round(bitrate));
+  }
+
+  get bitrate(): number {
+    return this.native.getBitrate();
+  }
+
+  /** Encodes one 20 ms frame (960 samples) into an Opus packet. */
+  encode(frame: Int16Array): Buffer {
+    if (frame.length !== FRAME_SAMPLES) {
+      throw new RangeError(`opus encoder expects ${FRAME_SAMPLES} samples per frame, got ${frame.length}`);
+    }
+    this.pcmView.set(frame);
+    return this.native.encode(this.pcm);
+  }
+}
+
+export class OpusFrameDecoder {
+  private native: InstanceType<typeof opus.OpusEncoder>;
+  /** Remaining 20 ms slices of the last PLC output (see the note at the top). */
+  private plcTail: Int16Array | undefined;
+  private plcSlice = 0;
+  private static readonly EMPTY = Buffer.alloc(0);
+  readonly stats = { decoded: 0, concealed: 0, corrupt: 0 };
+
+  constructor() {
+    this.native = new opus.OpusEncoder(48_000, 1);
+  }
+
+  /**
+   * Decodes one packet into a 960-sample frame (a new array, safe to keep).
+   * A corrupt packet is concealed like a lost one instead of throwing.
+   */
+  decode(packet: Buffer): Int16Array {
+    this.plcTail = undefined;
+    let out: Buffer;
+    try {
+      out = this.native.decode(packet);
+    } catch {
+      this.stats.corrupt++;
+      return this.conceal();
+    }
+    this.stats.decoded++;
+    const samples = out.length >> 1;
+    const frame = new Int16Array(FRAME_SAMPLES);
+    // Our peers send 20 ms frames; a longer packet is cut to 20 ms, a shorter one zero-padded.
+    frame.set(new Int16Array(out.buffer, out.byteOffset, Math.min(samples, FRAME_SAMPLES)));
+    return frame;
+  }
+
+  /** Packet-loss concealment for one lost 20 ms frame. */
+  conceal(): Int16Array {
+    this.stats.concealed++;
+    if (this.plcTail && this.plcSlice * FRAME_SAMPLES < this.plcTail.length) {
+      return this.plcTail.slice(this.plcSlice * FRAME_SAMPLES, ++this.plcSlice * FRAME_SAMPLES);
+    }
+    let out: Buffer;
+    try {
+      out = this.native.decode(OpusFrameDecoder.EMPTY);
+    } catch {
+      // PLC before any packet was decoded can fail; silence is the right concealment then.
+      return new Int16Array(FRAME_SAMPLES);
+    }
+    const all = new Int16Array(out.buffer, out.byteOffset, out.length >> 1);
+    this.plcTail = all;
+    this.plcSlice = 1;
+    const frame = new Int16Array(FRAME_SAMPLES);
+    frame.set(all.subarray(0, Math.min(FRAME_SAMPLES, all.length)));
+    return frame;
+  }
+
+  /** Fresh decoder state (new stream / SSRC). */
+  reset(): void {
+    this.native = new opus.OpusEncoder(48_000, 1);
+    this.plcTail = undefined;
+  }
+}

@@ -1,0 +1,86 @@
+// The agent's typed errors: one class with a machine-readable code and the underlying cause, and the exit code
+// the CLI maps each one to (so scripts and systemd can tell "fix your config" from "the network is down").
+
+export type AgentErrorCode =
+  | 'usage'
+  | 'config_invalid'
+  | 'identity_missing'
+  | 'identity_corrupt'
+  | 'identity_exists'
+  | 'auth_rejected'
+  | 'network'
+  | 'server_error'
+  | 'protocol'
+  | 'call_failed'
+  | 'audio'
+  | 'mixer'
+  | 'internal';
+
+export interface AgentErrorOptions {
+  cause?: unknown;
+  /** HTTP status when the error came from the service */
+  status?: number;
+  /** the service's own error code (realtime `error.code` or REST `detail.code`) */
+  serverCode?: string;
+}
+
+export class AgentError extends Error {
+  override name = 'AgentError';
+  readonly status?: number;
+  readonly serverCode?: string;
+  constructor(
+    readonly code: AgentErrorCode,
+    message: string,
+    opts: AgentErrorOptions = {},
+  ) {
+    super(message, { cause: opts.cause });
+    this.status = opts.status;
+    this.serverCode = opts.serverCode;
+  }
+
+  /** A one-line, log-safe summary (never contains secrets: messages are built without them). */
+  toJSON(): { code: AgentErrorCode; message: string; status?: number; serverCode?: string } {
+    return { code: this.code, message: this.message, status: this.status, serverCode: this.serverCode };
+  }
+}
+
+/** Process exit codes of `speaker-agent` (documented in the README). */
+export const EXIT_CODES = {
+  ok: 0,
+  other: 1,
+  usage: 2,
+  config: 3,
+  auth: 4,
+  network: 5,
+  audio: 6,
+} as const;
+
+export function exitCodeFor(err: unknown): number {
+  if (!(err instanceof AgentError)) return EXIT_CODES.other;
+  switch (err.code) {
+    case 'usage':
+      return EXIT_CODES.usage;
+    case 'config_invalid':
+    case 'identity_missing':
+    case 'identity_corrupt':
+    case 'identity_exists':
+      return EXIT_CODES.config;
+    case 'auth_rejected':
+      return EXIT_CODES.auth;
+    case 'network':
+    case 'server_error':
+      return EXIT_CODES.network;
+    case 'audio':
+    case 'mixer':
+      return EXIT_CODES.audio;
+    default:
+      return EXIT_CODES.other;
+  }
+}
+
+/** Wraps anything thrown into an AgentError, keeping AgentErrors as they are. */
+export function toAgentError(err: unknown, fallback: AgentErrorCode = 'internal'): AgentError {
+  if (err instanceof AgentError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new AgentError(fallback, message, { cause: err });
+}

@@ -1,0 +1,185 @@
+// The agent's settings: ONE zod schema, stored by `conf` as <configDir>/config.json (mode 0600), with
+// environment overrides (table below, also listed in the README). A corrupt or invalid file is a clear
+// AgentError('config_invalid'), never a silent reset.
+import Conf from 'conf';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { AgentError } from './errors.js';
+
+const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+export const SettingsSchema = z.object({
+  server: z.object({
+    /** base URL of the Voice Assistant Service, e.g. https://voice.example.com */
+    url: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080'),
+    /** workspace API key from the dashboard (X-Workspace-Key) */
+    workspaceKey: z.string().default(''),
+    /** optional analytics label (X-App-Source) */
+    appSource: z.string().min(1).optional(),
+    /** per-request timeout for the HTTP routes */
+    requestTimeoutMs: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  }).prefault({}),
+  audio: z.object({
+    captureDevice: z.string().min(1).default('default'),
+    playbackDevice: z.string().min(1).default('default'),
+    /** half: the microphone is gated while the speaker plays (no echo canceller); full: always open */
+    duplex: z.enum(['half', 'full']).default('half'),
+    /** how long the mic stays gated after playback stops (room echo tail) */
+    echoTailMs: z.coerce.number().int().min(0).max(2_000).default(200),
+  }).prefault({}),
+  mixer: z.object({
+    /** ALSA card for amixer (-c / -D), e.g. "default", "0", "Headphones" */
+    card: z.string().min(1).default('default'),
+    /** simple control, e.g. "Master", "PCM", "Speaker"; unset = found automatically */
+    control: z.string().min(1).optional(),
+  }).prefault({}),
+  log: z.object({ level: LogLevel.default('info') }).prefault({}),
+  paths: z.object({
+    /** where the identity (client id + secret) lives; default $STATE_DIRECTORY or ~/.local/state/speaker-agent */
+    stateDir: z.string().min(1).optional(),
+  }).prefault({}),
+  reconnect: z.object({
+    initialDelayMs: z.coerce.number().int().min(10).default(250),
+    maxDelayMs: z.coerce.number().int().min(100).default(30_000),
+    /** wait after the server rejected our credentials (401/404): retrying fast cannot help */
+    authRejectedDelayMs: z.coerce.number().int().min(1_000).default(60_000),
+    /** a call up this long resets the backoff */
+    stableAfterMs: z.coerce.number().int().min(0).default(10_000),
+  }).prefault({}),
+  call: z.object({
+    /** no RTP, RTCP or data-channel message for this long = the peer is gone */
+    livenessTimeoutMs: z.coerce.number().int().min(500).max(60_000).default(5_000),
+    /** session + SDP exchange + ICE/DTLS must finish within this */
+    connectTimeoutMs: z.coerce.number().int().min(1_000).max(120_000).default(15_000),
+    /** gather 127.0.0.1 as an ICE host candidate: auto = when the server URL is loopback */
+    loopbackCandidates: z.enum(['auto', 'always', 'never']).default('auto'),
+  }).prefault({}),
+});
+
+export type Settings = z.infer<typeof SettingsSchema>;
+
+export interface EnvOverride {
+  env: string;
+  /** dotted settings key */
+  key: string;
+  description: string;
+}
+
+/** Every environment variable the agent reads (the README lists this table). */
+export const ENV_OVERRIDES: readonly EnvOverride[] = [
+  { env: 'SPEAKER_AGENT_CONFIG_DIR', key: '(config dir)', description: 'directory of config.json (default $CONFIGURATION_DIRECTORY, else ~/.config/speaker-agent)' },
+  { env: 'SPEAKER_AGENT_STATE_DIR', key: 'paths.stateDir', description: 'directory of identity.json (default $STATE_DIRECTORY, else ~/.local/state/speaker-agent)' },
+  { env: 'SPEAKER_AGENT_SERVER_URL', key: 'server.url', description: 'base URL of the Voice Assistant Service' },
+  { env: 'SPEAKER_AGENT_WORKSPACE_KEY', key: 'server.workspaceKey', description: 'workspace API key (X-Workspace-Key)' },
+  { env: 'SPEAKER_AGENT_APP_SOURCE', key: 'server.appSource', description: 'analytics label (X-App-Source)' },
+  { env: 'SPEAKER_AGENT_CAPTURE_DEVICE', key: 'audio.captureDevice', description: 'PortAudio/ALSA capture device name' },
+  { env: 'SPEAKER_AGENT_PLAYBACK_DEVICE', key: 'audio.playbackDevice', description: 'PortAudio/ALSA playback device name' },
+  { env: 'SPEAKER_AGENT_DUPLEX', key: 'audio.duplex', description: 'half | full' },
+  { env: 'SPEAKER_AGENT_ECHO_TAIL_MS', key: 'audio.echoTailMs', description: 'mic gate hold after playback (ms)' },
+  { env: 'SPEAKER_AGENT_MIXER_CARD', key: 'mixer.card', description: 'ALSA card for the volume control' },
+  { env: 'SPEAKER_AGENT_MIXER_CONTROL', key: 'mixer.control', description: 'ALSA simple control (Master, PCM, Speaker...)' },
+  { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal|error|warn|info|debug|trace|silent' },
+  { env: 'SPEAKER_AGENT_LIVENESS_TIMEOUT_MS', key: 'call.livenessTimeoutMs', description: 'silent-peer detection time (ms)' },
+  { env: 'SPEAKER_AGENT_LOOPBACK_CANDIDATES', key: 'call.loopbackCandidates', description: 'auto | always | never' },
+];
+
+export interface SettingsLocation {
+  configDir: string;
+  configPath: string;
+  stateDir: string;
+}
+
+export interface LoadedSettings extends SettingsLocation {
+  settings: Settings;
+}
+
+type Env = Record<string, string | undefined>;
+
+export function defaultConfigDir(env: Env = process.env): string {
+  return env.SPEAKER_AGENT_CONFIG_DIR || firstDir(env.CONFIGURATION_DIRECTORY) || path.join(os.homedir(), '.config', 'speaker-agent');
+}
+
+export function defaultStateDir(env: Env = process.env): string {
+  return firstDir(env.STATE_DIRECTORY) || path.join(os.homedir(), '.local', 'state', 'speaker-agent');
+}
+
+/** systemd passes colon-separated lists when a unit names several directories. */
+function firstDir(v: string | undefined): string | undefined {
+  return v ? v.split(':')[0] || undefined : undefined;
+}
+
+/** The conf store of config.json, created with mode 0600 (conf's default is 0666). */
+export function openConfigStore(configDir: string): Conf<Record<string, unknown>> {
+  try {
+    return new Conf<Record<string, unknown>>({
+      cwd: configDir,
+      configName: 'config',
+      configFileMode: 0o600,
+      clearInvalidConfig: false,
+      projectSuffix: '',
+    });
+  } catch (err) {
+    throw new AgentError(
+      'config_invalid',
+      `cannot read the configuration ${path.join(configDir, 'config.json')}: ${(err as Error).message}. ` +
+        'Fix or remove the file (it is JSON), then start again.',
+      { cause: err },
+    );
+  }
+}
+
+function setPath(obj: Record<string, unknown>, dotted: string, value: unknown): void {
+  const parts = dotted.split('.');
+  let o = obj;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof o[p] !== 'object' || o[p] === null) o[p] = {};
+    o = o[p] as Record<string, unknown>;
+  }
+  o[parts[parts.length - 1]] = value;
+}
+
+/** Validates a raw settings object (file content with overrides applied) into Settings. */
+export function parseSettings(raw: unknown, source = 'settings'): Settings {
+  const r = SettingsSchema.safeParse(raw ?? {});
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new AgentError('config_invalid', `invalid ${source}:\n${lines.join('\n')}`, { cause: r.error });
+  }
+  return r.data;
+}
+
+/** Loads config.json (if any) + environment overrides. Throws AgentError('config_invalid') with a clear message. */
+export function loadSettings(opts: { env?: Env; configDir?: string } = {}): LoadedSettings {
+  const env = opts.env ?? process.env;
+  const configDir = opts.configDir ?? defaultConfigDir(env);
+  const store = openConfigStore(configDir);
+  const raw = structuredClone(store.store) as Record<string, unknown>;
+  for (const o of ENV_OVERRIDES) {
+    const v = env[o.env];
+    if (v !== undefined && v !== '' && !o.key.startsWith('(')) setPath(raw, o.key, v);
+  }
+  const settings = parseSettings(raw, `configuration (${store.path} and SPEAKER_AGENT_* variables)`);
+  const stateDir = settings.paths.stateDir ?? defaultStateDir(env);
+  return { settings, configDir, configPath: store.path, stateDir };
+}
+
+/** Checks that the settings needed to talk to the server are present. */
+export function requireServerSettings(s: Settings): void {
+  if (!s.server.workspaceKey) {
+    throw new AgentError(
+      'config_invalid',
+      'no workspace key: set server.workspaceKey in config.json or SPEAKER_AGENT_WORKSPACE_KEY ' +
+        '(the key is in the dashboard under workspace settings)',
+    );
+  }
+}
+
+export function isLoopbackUrl(url: string): boolean {
+  try {
+    const h = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    return h === 'localhost' || h === '::1' || /^127\./.test(h);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,189 @@
+// systemd's notify protocol (sd_notify(3)) for a Type=notify service: READY=1 once running, WATCHDOG=1 pings
+// while healthy, STOPPING=1 on shutdown, STATUS=... for `systemctl status`. A no-op when not run by systemd.
+//
+// Node has no unix datagram sockets. Choices weighed:
+//  - `systemd-notify` (the CLI) sends from its own PID: systemd drops it unless NotifyAccess=all, and even then
+//    it may attribute the message to the wrong unit once the child has exited (a known race). Wrong for us.
+//  - npm `sd-notify` / `notify` are native addons built against libsystemd (unmaintained, need libsystemd-dev).
+//  - koffi (already a dependency, prebuilt for arm64/armhf/x86-64) calls libc socket()/sendto() directly:
+//    no build, no new package, ~30 ms to load, and the message comes from the main PID. Chosen.
+import { createRequire } from 'node:module';
+
+const AF_UNIX = 1;
+const SOCK_DGRAM = 2; // Linux on x86, ARM (MIPS differs, not a target)
+const SOCK_CLOEXEC = 0o2000000;
+const MSG_DONTWAIT = 0x40; // never block the event loop if systemd is slow to read
+const MSG_NOSIGNAL = 0x4000;
+const SUN_PATH_MAX = 108;
+
+export class SdNotifyError extends Error {
+  override name = 'SdNotifyError';
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+interface LibC {
+  socket(domain: number, type: number, protocol: number): number;
+  sendto(fd: number, buf: Buffer, len: number, flags: number, addr: Buffer, addrLen: number): number;
+  close(fd: number): number;
+  errno(): number;
+}
+
+let libc: LibC | undefined;
+function loadLibc(): LibC {
+  if (libc) return libc;
+  // koffi is CommonJS; createRequire keeps this module loadable where koffi is absent until first use.
+  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+  const lib = koffi.load('libc.so.6');
+  libc = {
+    socket: lib.func('int socket(int domain, int type, int protocol)'),
+    sendto: lib.func('intptr_t sendto(int fd, const void *buf, size_t len, int flags, const void *addr, uint32_t addrlen)'),
+    close: lib.func('int close(int fd)'),
+    errno: () => koffi.errno(),
+  } as LibC;
+  return libc;
+}
+
+/** Encodes $NOTIFY_SOCKET as a struct sockaddr_un: a path, or an abstract name when it starts with '@'. */
+export function sockaddrUn(socketPath: string): { addr: Buffer; len: number } {
+  const abstract = socketPath.startsWith('@');
+  const name = Buffer.from(abstract ? socketPath.slice(1) : socketPath, 'utf8');
+  const pathLen = name.length + 1; // abstract: leading NUL + name; path: name + trailing NUL
+  if (name.length === 0 || pathLen > SUN_PATH_MAX) {
+    throw new SdNotifyError(`NOTIFY_SOCKET is not a usable unix socket address: ${JSON.stringify(socketPath)}`);
+  }
+  const addr = Buffer.alloc(2 + SUN_PATH_MAX);
+  addr.writeUInt16LE(AF_UNIX, 0); // sa_family_t is host order; all targets are little-endian
+  name.copy(addr, abstract ? 3 : 2);
+  // Abstract names are length-delimited (no trailing NUL counted); paths include their NUL.
+  return { addr, len: 2 + pathLen };
+}
+
+export interface SdNotifier {
+  /** true when $NOTIFY_SOCKET was set (run by systemd with Type=notify) */
+  readonly enabled: boolean;
+  /** How often to send WATCHDOG=1 (half of $WATCHDOG_USEC), undefined when systemd set no watchdog for us. */
+  readonly watchdogIntervalMs: number | undefined;
+  /** Sends raw state lines ("READY=1\nSTATUS=..."); false when disabled or the send failed. */
+  notify(state: string): boolean;
+  ready(status?: string): boolean;
+  watchdog(): boolean;
+  stopping(status?: string): boolean;
+  status(text: string): boolean;
+  close(): void;
+}
+
+export interface SdNotifierOptions {
+  /** Remove NOTIFY_SOCKET / WATCHDOG_* from env so child processes (companion, players) do not inherit them
+   *  and confuse systemd (default true). */
+  unsetEnvironment?: boolean;
+  /** Called once when a send fails (e.g. the socket vanished); the notifier keeps going. */
+  onError?: (err: SdNotifyError) => void;
+}
+
+export function createSdNotifier(env: NodeJS.ProcessEnv = process.env, opts: SdNotifierOptions = {}): SdNotifier {
+  const socketPath = env.NOTIFY_SOCKET;
+  const watchdogMs = watchdogIntervalMs(env);
+  if (opts.unsetEnvironment !== false) {
+    delete env.NOTIFY_SOCKET;
+    delete env.WATCHDOG_USEC;
+    delete env.WATCHDOG_PID;
+  }
+  if (!socketPath) return disabledNotifier;
+
+  const { addr, len } = sockaddrUn(socketPath);
+  const c = loadLibc();
+  let fd = c.socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw new SdNotifyError(`socket(AF_UNIX, SOCK_DGRAM) failed, errno ${c.errno()}`);
+  let reported = false;
+
+  const notify = (state: string): boolean => {
+    if (fd < 0) return false;
+    const msg = Buffer.from(state, 'utf8');
+    const n = c.sendto(fd, msg, msg.length, MSG_DONTWAIT | MSG_NOSIGNAL, addr, len);
+    if (n < 0) {
+      if (!reported) {
+        reported = true;
+        opts.onError?.(new SdNotifyError(`sd_notify to ${socketPath} failed, errno ${c.errno()}`));
+      }
+      return false;
+    }
+    return true;
+  };
+  return {
+    enabled: true,
+    watchdogIntervalMs: watchdogMs,
+    notify,
+    ready: (status) => notify(status ? `READY=1\nSTATUS=${oneLine(status)}` : 'READY=1'),
+    watchdog: () => notify('WATCHDOG=1'),
+    stopping: (status) => notify(status ? `STOPPING=1\nSTATUS=${oneLine(status)}` : 'STOPPING=1'),
+    status: (text) => notify(`STATUS=${oneLine(text)}`),
+    close: () => {
+      if (fd >= 0) c.close(fd);
+      fd = -1;
+    },
+  };
+}
+
+const disabledNotifier: SdNotifier = {
+  enabled: false,
+  watchdogIntervalMs: undefined,
+  notify: () => false,
+  ready: () => false,
+  watchdog: () => false,
+  stopping: () => false,
+  status: () => false,
+  close: () => {},
+};
+
+function oneLine(s: string): string {
+  return s.replace(/[\r\n]+/g, ' ');
+}
+
+/**
+ * How often to ping: half of $WATCHDOG_USEC (as sd_watchdog_enabled(3) recommends), or undefined when systemd
+ * set no watchdog or set it for another PID.
+ */
+export function watchdogIntervalMs(env: NodeJS.ProcessEnv = process.env, pid = process.pid): number | undefined {
+  const usec = Number(env.WATCHDOG_USEC);
+  if (!Number.isFinite(usec) || usec <= 0) return undefined;
+  if (env.WATCHDOG_PID && Number(env.WATCHDOG_PID) !== pid) return undefined;
+  return Math.max(1, Math.floor(usec / 2000));
+}
+
+export interface WatchdogOptions {
+  intervalMs: number;
+  /** Extra health check by the owner (e.g. the agent's loop made progress); no ping when false. */
+  isHealthy?: () => boolean;
+  /** Event-loop lag above this skips the ping (default: the interval itself). */
+  maxLagMs?: number;
+}
+
+/**
+ * Pings WATCHDOG=1 from a timer on the main event loop, so the pings stop when the loop hangs (and systemd
+ * restarts the service). A loop that is badly lagging, or an owner that reports unhealthy, also gets no ping.
+ */
+export function startWatchdog(notifier: SdNotifier, opts: WatchdogOptions): { stop(): void; readonly pings: number } {
+  const maxLag = opts.maxLagMs ?? opts.intervalMs;
+  let expected = performance.now() + opts.intervalMs;
+  let pings = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const lag = now - expected;
+    expected = now + opts.intervalMs;
+    if (lag > maxLag) return;
+    if (opts.isHealthy && !opts.isHealthy()) return;
+    if (notifier.watchdog()) pings++;
+  }, opts.intervalMs);
+  timer.unref();
+  return {
+    stop: () => clearInterval(timer),
+    get pings() {
+      return pings;
+    },
+  };
+}

@@ -1,0 +1,171 @@
+// The companion server's settings: ONE zod schema with defaults, overridable by SPEAKER_AGENT_COMPANION_*
+// environment variables (table below, listed in the README) and by explicit overrides (CLI flags, tests).
+// Invalid values are a clear CompanionSettingsError listing every bad key, never a silent default.
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+
+const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+const IceServerSchema = z.object({
+  urls: z.array(z.string().min(1)).min(1),
+  username: z.string().default(''),
+  credential: z.string().default(''),
+});
+
+export const CompanionSettingsSchema = z.object({
+  /** interface to listen on; 127.0.0.1 keeps the server local, 0.0.0.0 serves the LAN */
+  host: z.string().min(1).default('127.0.0.1'),
+  /** TCP port; 0 = an ephemeral port (tests) */
+  port: z.coerce.number().int().min(0).max(65_535).default(8787),
+  /** SQLite database, audio files and keys live here */
+  dataDir: z.string().min(1).default(() => defaultDataDir()),
+  /** base of signed audio URLs as devices reach the server (e.g. http://speaker-hub.local:8787);
+   *  unset = http://<host>:<listening port> */
+  publicUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** lifetime of signed audio URLs (expires_in) */
+  signedUrlTtlSeconds: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** largest accepted clone upload (and JSON body); bigger requests get 413 PAYLOAD_TOO_LARGE */
+  maxUploadBytes: z.coerce.number().int().min(1024).max(512 * 1024 * 1024).default(20 * 1024 * 1024),
+  /** open: a new client id with a valid workspace key enrolls its secret (trust on first use);
+   *  closed: only clients already known (enrolled earlier, or re-enabled by `client reset`) are accepted */
+  enrollment: z.enum(['open', 'closed']).default('open'),
+  tts: z
+    .object({
+      /** espeak: offline, in-process (default); http: an external neural TTS server */
+      adapter: z.enum(['espeak', 'http']).default('espeak'),
+      http: z
+        .object({
+          baseUrl: z.string().default(''),
+          apiKey: z.string().optional(),
+          timeoutMs: z.coerce.number().int().min(100).max(600_000).default(60_000),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  realtime: z
+    .object({
+      /** handed to devices in the session resource; [] = host candidates only (LAN) */
+      iceServers: z.array(IceServerSchema).default([]),
+      /** which assistant transcript event names the server emits (spec section 6: both exist) */
+      transcriptFamily: z.enum(['ga', 'legacy']).default('ga'),
+      /** simultaneous calls the server accepts */
+      maxCalls: z.coerce.number().int().min(1).max(64).default(4),
+      /** a call without media or data-channel traffic for this long is closed */
+      idleTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+      brain: z
+        .object({
+          /** rules: offline intent rules; openai: an OpenAI-compatible chat endpoint */
+          kind: z.enum(['rules', 'openai']).default('rules'),
+          baseUrl: z.string().optional(),
+          model: z.string().optional(),
+          /** name of the environment variable holding the API key (the key itself is never in settings) */
+          apiKeyEnv: z.string().optional(),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  log: z.object({ level: LogLevel.default('info') }).prefault({}),
+});
+
+export type CompanionSettings = z.infer<typeof CompanionSettingsSchema>;
+/** What callers may pass: any subset, nested sections partial too. */
+export type CompanionSettingsInput = z.input<typeof CompanionSettingsSchema>;
+
+export class CompanionSettingsError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(message, opts);
+    this.name = 'CompanionSettingsError';
+  }
+}
+
+export interface CompanionEnvOverride {
+  env: string;
+  /** dotted settings key */
+  key: string;
+  description: string;
+  /** how the text is turned into the value (JSON for structured values) */
+  json?: boolean;
+}
+
+/** Every environment variable the companion server reads (the README lists this table). */
+export const COMPANION_ENV_OVERRIDES: readonly CompanionEnvOverride[] = [
+  { env: 'SPEAKER_AGENT_COMPANION_HOST', key: 'host', description: 'listen address (default 127.0.0.1)' },
+  { env: 'SPEAKER_AGENT_COMPANION_PORT', key: 'port', description: 'listen port (default 8787; 0 = ephemeral)' },
+  { env: 'SPEAKER_AGENT_COMPANION_DATA_DIR', key: 'dataDir', description: 'database, audio and keys (default $STATE_DIRECTORY, else ~/.local/share/speaker-agent/companion)' },
+  { env: 'SPEAKER_AGENT_COMPANION_PUBLIC_URL', key: 'publicUrl', description: 'base URL of signed audio URLs (default http://<host>:<port>)' },
+  { env: 'SPEAKER_AGENT_COMPANION_SIGNED_URL_TTL', key: 'signedUrlTtlSeconds', description: 'signed audio URL lifetime in seconds (default 300)' },
+  { env: 'SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES', key: 'maxUploadBytes', description: 'largest clone upload in bytes (default 20 MiB)' },
+  { env: 'SPEAKER_AGENT_COMPANION_ENROLLMENT', key: 'enrollment', description: 'open (trust on first use) | closed' },
+  { env: 'SPEAKER_AGENT_COMPANION_TTS_ADAPTER', key: 'tts.adapter', description: 'espeak (offline, default) | http (external neural TTS server)' },
+  { env: 'SPEAKER_AGENT_COMPANION_TTS_URL', key: 'tts.http.baseUrl', description: 'base URL of the external TTS server (tts.adapter=http)' },
+  { env: 'SPEAKER_AGENT_COMPANION_TTS_API_KEY', key: 'tts.http.apiKey', description: 'API key of the external TTS server' },
+  { env: 'SPEAKER_AGENT_COMPANION_ICE_SERVERS', key: 'realtime.iceServers', description: 'JSON array of {urls, username, credential}', json: true },
+  { env: 'SPEAKER_AGENT_COMPANION_TRANSCRIPT_FAMILY', key: 'realtime.transcriptFamily', description: 'ga | legacy assistant transcript events' },
+  { env: 'SPEAKER_AGENT_COMPANION_MAX_CALLS', key: 'realtime.maxCalls', description: 'simultaneous calls (default 4)' },
+  { env: 'SPEAKER_AGENT_COMPANION_IDLE_TIMEOUT_MS', key: 'realtime.idleTimeoutMs', description: 'close a silent call after this many ms' },
+  { env: 'SPEAKER_AGENT_COMPANION_BRAIN', key: 'realtime.brain.kind', description: 'rules (offline) | openai (compatible endpoint)' },
+  { env: 'SPEAKER_AGENT_COMPANION_BRAIN_URL', key: 'realtime.brain.baseUrl', description: 'base URL of the OpenAI-compatible endpoint' },
+  { env: 'SPEAKER_AGENT_COMPANION_BRAIN_MODEL', key: 'realtime.brain.model', description: 'model name for the brain' },
+  { env: 'SPEAKER_AGENT_COMPANION_BRAIN_API_KEY_ENV', key: 'realtime.brain.apiKeyEnv', description: 'name of the variable holding the brain API key' },
+  { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal|error|warn|info|debug|trace|silent' },
+];
+
+type Env = Record<string, string | undefined>;
+
+export function defaultDataDir(env: Env = process.env): string {
+  const state = env.STATE_DIRECTORY?.split(':')[0];
+  return state || path.join(os.homedir(), '.local', 'share', 'speaker-agent', 'companion');
+}
+
+function setPath(obj: Record<string, unknown>, dotted: string, value: unknown): void {
+  const parts = dotted.split('.');
+  let o = obj;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof o[p] !== 'object' || o[p] === null) o[p] = {};
+    o = o[p] as Record<string, unknown>;
+  }
+  o[parts[parts.length - 1]] = value;
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    if (v === undefined) continue;
+    const b = out[k];
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && b && typeof b === 'object' && !Array.isArray(b)
+        ? deepMerge(b as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
+
+/** Defaults <- environment <- overrides (overrides win: they are explicit CLI flags or test settings). */
+export function loadCompanionSettings(overrides: CompanionSettingsInput = {}, env: Env = process.env): CompanionSettings {
+  const fromEnv: Record<string, unknown> = {};
+  for (const o of COMPANION_ENV_OVERRIDES) {
+    const v = env[o.env];
+    if (v === undefined || v === '') continue;
+    let value: unknown = v;
+    if (o.json) {
+      try {
+        value = JSON.parse(v);
+      } catch (err) {
+        throw new CompanionSettingsError(`${o.env} is not valid JSON: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    setPath(fromEnv, o.key, value);
+  }
+  if (!fromEnv.dataDir && !(overrides as { dataDir?: string }).dataDir) fromEnv.dataDir = defaultDataDir(env);
+  const raw = deepMerge(fromEnv, overrides as Record<string, unknown>);
+  const r = CompanionSettingsSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new CompanionSettingsError(`invalid companion settings (SPEAKER_AGENT_COMPANION_* variables or options):\n${lines.join('\n')}`, {
+      cause: r.error,
+    });
+  }
+  return r.data;
+}
