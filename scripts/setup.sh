@@ -18,12 +18,13 @@ done
 
 # Runtime: ALSA tools and plugins, PortAudio (the audio addon links Debian's, see vendor/naudiodon2/PATCHES.md),
 # offline speech (espeak-ng synthesis, pocketsphinx recognition), ffmpeg (uploads), PulseAudio (virtual devices
-# on machines without a sound card). Build: compilers for the native addons (opus, better-sqlite3, naudiodon2).
+# on machines without a sound card), flite (the voice of the scripted user on the virtual sound card).
+# Build: compilers for the native addons (opus, better-sqlite3, naudiodon2).
 PKGS=(alsa-utils libasound2-plugins libportaudio2 portaudio19-dev
       libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg
-      pulseaudio pulseaudio-utils
+      pulseaudio pulseaudio-utils flite
       python3 make g++ ca-certificates)
-DEV_PKGS=(chromium flite sox espeak-ng systemd iproute2 procps)
+DEV_PKGS=(chromium sox espeak-ng systemd iproute2 procps)
 [ "$DEV" = 1 ] && PKGS+=("${DEV_PKGS[@]}")
 
 SUDO=""

@@ -1,5 +1,8 @@
 // How long to wait before re-creating a call that failed or dropped. Injectable (like livekit's
 // ReconnectPolicy) so tests and deployments can choose; the default is exponential backoff with full jitter.
+// The common outage is a server restart (seconds): during the first fastRetryWindowMs of a failure streak the
+// delay is capped at fastRetryMaxDelayMs, so the call is back within about a second of the server; only a
+// longer outage backs off to maxDelayMs. Retrying a refused connection costs the server nothing.
 import { AgentError } from './errors.js';
 
 export interface ReconnectContext {
@@ -20,6 +23,9 @@ export interface DefaultReconnectOptions {
   maxDelayMs?: number;
   /** after the server rejected the credentials: retrying fast cannot help and would hammer it */
   authRejectedDelayMs?: number;
+  /** at the start of a failure streak, delays are capped at fastRetryMaxDelayMs for this long */
+  fastRetryWindowMs?: number;
+  fastRetryMaxDelayMs?: number;
   /** source of randomness in [0,1); injectable for tests */
   random?: () => number;
 }
@@ -28,12 +34,16 @@ export class DefaultReconnectPolicy implements ReconnectPolicy {
   readonly initialDelayMs: number;
   readonly maxDelayMs: number;
   readonly authRejectedDelayMs: number;
+  readonly fastRetryWindowMs: number;
+  readonly fastRetryMaxDelayMs: number;
   private readonly random: () => number;
 
   constructor(o: DefaultReconnectOptions = {}) {
     this.initialDelayMs = o.initialDelayMs ?? 250;
     this.maxDelayMs = o.maxDelayMs ?? 30_000;
     this.authRejectedDelayMs = o.authRejectedDelayMs ?? 60_000;
+    this.fastRetryWindowMs = o.fastRetryWindowMs ?? 20_000;
+    this.fastRetryMaxDelayMs = o.fastRetryMaxDelayMs ?? 1_000;
     this.random = o.random ?? Math.random;
   }
 
@@ -43,7 +53,8 @@ export class DefaultReconnectPolicy implements ReconnectPolicy {
       return Math.round(this.authRejectedDelayMs * (1 + 0.25 * this.random()));
     }
     // Full jitter (AWS architecture blog): uniform in [initial, cap], cap doubling per attempt.
-    const exp = Math.min(this.maxDelayMs, this.initialDelayMs * 2 ** Math.min(30, Math.max(0, ctx.attempt - 1)));
+    const cap = ctx.elapsedMs < this.fastRetryWindowMs ? Math.min(this.maxDelayMs, this.fastRetryMaxDelayMs) : this.maxDelayMs;
+    const exp = Math.min(cap, this.initialDelayMs * 2 ** Math.min(30, Math.max(0, ctx.attempt - 1)));
     return Math.round(this.initialDelayMs + this.random() * (exp - this.initialDelayMs));
   }
 }

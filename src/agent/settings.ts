@@ -44,6 +44,9 @@ export const SettingsSchema = z.object({
     maxDelayMs: z.coerce.number().int().min(100).default(30_000),
     /** wait after the server rejected our credentials (401/404): retrying fast cannot help */
     authRejectedDelayMs: z.coerce.number().int().min(1_000).default(60_000),
+    /** a failure streak younger than this retries at most every fastRetryMaxDelayMs (server restarts) */
+    fastRetryWindowMs: z.coerce.number().int().min(0).default(20_000),
+    fastRetryMaxDelayMs: z.coerce.number().int().min(10).default(1_000),
     /** a call up this long resets the backoff */
     stableAfterMs: z.coerce.number().int().min(0).default(10_000),
   }).prefault({}),

@@ -53,6 +53,16 @@ export const CompanionSettingsSchema = z.object({
       maxCalls: z.coerce.number().int().min(1).max(64).default(4),
       /** a call without media or data-channel traffic for this long is closed */
       idleTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+      /** a call whose ICE/DTLS never completes is closed after this long */
+      connectTimeoutMs: z.coerce.number().int().min(1_000).max(120_000).default(15_000),
+      /** gather 127.0.0.1 as a host candidate (werift skips loopback); 'auto' = when host is a loopback address */
+      loopbackCandidates: z.enum(['auto', 'on', 'off']).default('auto'),
+      /** silence after the user's last word before the turn ends */
+      vadHangoverMs: z.coerce.number().int().min(100).max(3_000).default(300),
+      /** the assistant's espeak-ng voice */
+      voice: z
+        .object({ language: z.string().min(1).default('en-us'), variant: z.string().optional(), rate: z.coerce.number().int().min(80).max(450).optional() })
+        .prefault({}),
       brain: z
         .object({
           /** rules: offline intent rules; openai: an OpenAI-compatible chat endpoint */
@@ -97,19 +107,19 @@ export const COMPANION_ENV_OVERRIDES: readonly CompanionEnvOverride[] = [
   { env: 'SPEAKER_AGENT_COMPANION_PUBLIC_URL', key: 'publicUrl', description: 'base URL of signed audio URLs (default http://<host>:<port>)' },
   { env: 'SPEAKER_AGENT_COMPANION_SIGNED_URL_TTL', key: 'signedUrlTtlSeconds', description: 'signed audio URL lifetime in seconds (default 300)' },
   { env: 'SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES', key: 'maxUploadBytes', description: 'largest clone upload in bytes (default 20 MiB)' },
-  { env: 'SPEAKER_AGENT_COMPANION_ENROLLMENT', key: 'enrollment', description: 'open (trust on first use) | closed' },
-  { env: 'SPEAKER_AGENT_COMPANION_TTS_ADAPTER', key: 'tts.adapter', description: 'espeak (offline, default) | http (external neural TTS server)' },
+  { env: 'SPEAKER_AGENT_COMPANION_ENROLLMENT', key: 'enrollment', description: 'open (trust on first use) or closed' },
+  { env: 'SPEAKER_AGENT_COMPANION_TTS_ADAPTER', key: 'tts.adapter', description: 'espeak (offline, default) or http (external neural TTS server)' },
   { env: 'SPEAKER_AGENT_COMPANION_TTS_URL', key: 'tts.http.baseUrl', description: 'base URL of the external TTS server (tts.adapter=http)' },
   { env: 'SPEAKER_AGENT_COMPANION_TTS_API_KEY', key: 'tts.http.apiKey', description: 'API key of the external TTS server' },
   { env: 'SPEAKER_AGENT_COMPANION_ICE_SERVERS', key: 'realtime.iceServers', description: 'JSON array of {urls, username, credential}', json: true },
-  { env: 'SPEAKER_AGENT_COMPANION_TRANSCRIPT_FAMILY', key: 'realtime.transcriptFamily', description: 'ga | legacy assistant transcript events' },
+  { env: 'SPEAKER_AGENT_COMPANION_TRANSCRIPT_FAMILY', key: 'realtime.transcriptFamily', description: 'ga or legacy assistant transcript event names' },
   { env: 'SPEAKER_AGENT_COMPANION_MAX_CALLS', key: 'realtime.maxCalls', description: 'simultaneous calls (default 4)' },
   { env: 'SPEAKER_AGENT_COMPANION_IDLE_TIMEOUT_MS', key: 'realtime.idleTimeoutMs', description: 'close a silent call after this many ms' },
-  { env: 'SPEAKER_AGENT_COMPANION_BRAIN', key: 'realtime.brain.kind', description: 'rules (offline) | openai (compatible endpoint)' },
+  { env: 'SPEAKER_AGENT_COMPANION_BRAIN', key: 'realtime.brain.kind', description: 'rules (offline) or openai (an OpenAI-compatible endpoint)' },
   { env: 'SPEAKER_AGENT_COMPANION_BRAIN_URL', key: 'realtime.brain.baseUrl', description: 'base URL of the OpenAI-compatible endpoint' },
   { env: 'SPEAKER_AGENT_COMPANION_BRAIN_MODEL', key: 'realtime.brain.model', description: 'model name for the brain' },
   { env: 'SPEAKER_AGENT_COMPANION_BRAIN_API_KEY_ENV', key: 'realtime.brain.apiKeyEnv', description: 'name of the variable holding the brain API key' },
-  { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal|error|warn|info|debug|trace|silent' },
+  { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal, error, warn, info, debug, trace or silent' },
 ];
 
 type Env = Record<string, string | undefined>;

@@ -5,9 +5,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '../..');
+// SPEAKER_AGENT_TEST_PULSE_DIR gives a run its own sound server, so two vitest runs in one tree (engineers working
+// in parallel) do not stop each other's daemon at teardown.
+const pulseDir = () => process.env.SPEAKER_AGENT_TEST_PULSE_DIR ?? path.join(root, '.test-runtime', 'pulse');
 
 export function setup(): void {
-  const dir = path.join(root, '.test-runtime', 'pulse');
+  const dir = pulseDir();
   mkdirSync(dir, { recursive: true });
   const out = execFileSync(path.join(root, 'scripts/virtual-audio.sh'), ['start'], {
     env: { ...process.env, SPEAKER_AGENT_PULSE_DIR: dir },
@@ -20,7 +23,7 @@ export function setup(): void {
 }
 
 export function teardown(): void {
-  const dir = path.join(root, '.test-runtime', 'pulse');
+  const dir = pulseDir();
   try {
     execFileSync(path.join(root, 'scripts/virtual-audio.sh'), ['stop'], {
       env: { ...process.env, SPEAKER_AGENT_PULSE_DIR: dir },

@@ -102,6 +102,8 @@ export interface AudioOptions {
   highwaterMark?: number
   /** Close the stream if an audio error is detected, if set false then just log the error. */
   closeOnError?: boolean
+  /** Suggested device latency in milliseconds (speaker-agent patch); 0 or absent: the device's default low latency. */
+  latencyMs?: number
 }
 
 export interface IoStream {

@@ -82,8 +82,10 @@ function AudioIO(options) {
       cb();
   }
 
+  // speaker-agent patch: upstream passed the callback as a second argument to the native quit(), which
+  // accepts exactly one and threw, so abort() never stopped the stream (device left open, threads running).
   ioStream.abort = cb => {
-    audioIOAdon.quit('ABORT', () => {
+    audioIOAdon.quit('ABORT').then(() => {
       if (typeof cb === 'function')
         cb();
     });

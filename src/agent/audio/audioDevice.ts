@@ -28,6 +28,9 @@ export interface PlaybackDevice {
   stop(): Promise<void>;
   /** Called when the device fails after start (stream error, card unplugged). Optional for implementations. */
   onError?: (err: AudioDeviceError) => void;
+  /** Set by the consumer: called, in write order, when a frame has been handed to the audio system (leaves
+   *  queuedMs). Implementations that support it let the downlink pace playout by the sound card's clock. */
+  onHanded?: (atNs: bigint) => void;
 }
 
 export interface AudioBackend {

@@ -4,10 +4,13 @@
 // - Keyed by RTP sequence number, unwrapped to a growing "extended" number (16-bit wraparound).
 // - Reorders: packets wait in a ring until their turn.
 // - Adaptive target delay: starts at 40 ms; grows one frame on a late packet or an underrun (bounded by
-//   maxDelayMs); shrinks one frame after a stable stretch; the interarrival jitter estimate (RFC 3550) sets
-//   a floor so a steadily jittery link is not shrunk into underruns again.
-// - A gap (a later packet is there, this one is not) is a loss: pop() says 'lost' and hands the next packet's
-//   payload for FEC. Nothing buffered at all is an underrun: pop() says 'lost' (conceal) WITHOUT advancing, so a
+//   maxDelayMs); shrinks one frame after a stable stretch (5 s), down to 20 ms on a clean link; the
+//   interarrival jitter estimate (RFC 3550) sets a floor, and a shrink that is soon followed by a grow doubles
+//   the wait before the next shrink, so a jittery link is not shrunk into an underrun every few seconds.
+// - A gap (a later packet is there, this one is not) is first waited for while less than the target delay is
+//   buffered (conceal without advancing: the packet may be reordered, and this is how a raised target takes
+//   effect while playing); once the target's worth of later packets is there it is a loss: pop() says 'lost'
+//   and hands the next packet's payload for FEC. Nothing buffered at all is an underrun: pop() says 'lost' (conceal) WITHOUT advancing, so a
 //   slow sender clock or a jitter spike costs one concealed frame instead of a dropped packet; after
 //   maxUnderrunFrames the stream is considered paused and pop() returns 'empty' until it has refilled.
 // - Too much buffered (a burst, or a sender clock faster than ours) is trimmed one frame at a time, spaced out,
@@ -31,8 +34,9 @@ export type PlayoutItem =
   | { kind: 'empty' };
 
 export interface JitterBufferOptions {
-  /** Start and minimum target delay. Default 40 ms. */
+  /** Target delay at the start. Default 40 ms. */
   initialDelayMs?: number;
+  /** Lowest target delay after shrinking on a steady link. Default 20 ms (one frame). */
   minDelayMs?: number;
   /** Upper bound of the target delay. Default 200 ms. */
   maxDelayMs?: number;
@@ -70,7 +74,11 @@ export class JitterBuffer {
   private lastDone = -Infinity;
   private playing = false;
   private underrunRun = 0;
+  /** Packets held in the ring. */
+  private held = 0;
   private stablePops = 0;
+  private popsSinceShrink = Infinity;
+  private shrinkBackoff = 1;
   private popsSinceTrim = 0;
   private targetFrames: number;
   // RFC 3550 interarrival jitter, in ms
@@ -87,12 +95,14 @@ export class JitterBuffer {
     late: 0,
     duplicate: 0,
     underruns: 0,
+    /** concealed frames inserted while waiting at a hole (delay grew by one frame) */
+    stretched: 0,
     trimmed: 0,
     resets: 0,
   };
 
   constructor(opts: JitterBufferOptions = {}) {
-    const min = opts.minDelayMs ?? opts.initialDelayMs ?? 40;
+    const min = opts.minDelayMs ?? Math.min(20, opts.initialDelayMs ?? 20);
     const max = opts.maxDelayMs ?? 200;
     const initial = opts.initialDelayMs ?? Math.max(min, 40);
     if (!(min >= FRAME_MS && max >= min && initial >= min && initial <= max)) {
@@ -161,10 +171,13 @@ export class JitterBuffer {
       this.stats.duplicate++;
       return 'duplicate';
     }
+    // Before playout (re)starts, play from the oldest packet there is: after a pause that is wherever the
+    // sender resumed; a reordered older packet moves the start back.
+    if (!this.playing && (this.held === 0 || ext < this.next)) this.next = ext;
     this.ring[ext & MASK] = { ext, payload: pkt.payload, receivedAtNs };
+    this.held++;
     this.stats.received++;
     if (ext > this.highest) this.highest = ext;
-    if (!this.playing && ext < this.next) this.next = ext; // reordered before playout started
     this.updateJitter(pkt.timestamp, arrivalMs);
     return result;
   }
@@ -180,15 +193,21 @@ export class JitterBuffer {
       this.popsSinceTrim = 0;
     }
     this.stablePops++;
+    this.popsSinceShrink++;
     this.popsSinceTrim++;
-    if (this.stablePops >= this.stablePopsToShrink) {
+    if (this.stablePops >= this.stablePopsToShrink * this.shrinkBackoff) {
       this.stablePops = 0;
-      const floor = Math.max(this.minFrames, Math.ceil((2 * this.jitterMs) / FRAME_MS) + 1);
-      if (this.targetFrames > floor) this.targetFrames--;
+      const floor = Math.max(this.minFrames, Math.ceil((2 * this.jitterMs) / FRAME_MS));
+      if (this.targetFrames > floor) {
+        this.targetFrames--;
+        this.popsSinceShrink = 0;
+      }
     }
-    // Keep latency near the target: trim one frame at a time, at most every 10 pops (200 ms), so a burst or
-    // a fast sender clock does not leave us permanently behind.
-    if (this.depth() > this.targetFrames + 1 && this.popsSinceTrim >= 10) {
+    // Keep latency near the target: trim one frame at a time, every 10 pops (200 ms) when slightly over, every
+    // 2 pops when far over, so a burst, a fast sender clock or a sound card that lost time (xruns) does not
+    // leave us permanently behind.
+    const excess = this.depth() - this.targetFrames;
+    if (excess > 1 && this.popsSinceTrim >= (excess > 4 ? 2 : 10)) {
       this.popsSinceTrim = 0;
       this.dropNext();
     }
@@ -196,13 +215,21 @@ export class JitterBuffer {
     const slot = this.ring[this.next & MASK];
     if (slot && slot.ext === this.next) {
       this.ring[this.next & MASK] = undefined;
+      this.held--;
       this.lastDone = this.next++;
       this.underrunRun = 0;
       this.stats.played++;
       return { kind: 'packet', payload: slot.payload, receivedAtNs: slot.receivedAtNs, sequenceNumber: slot.ext & 0xffff };
     }
+    if (this.highest >= this.next && this.depth() <= this.targetFrames) {
+      // A hole, but less than the target delay is buffered: the packet may just be late (reordered). Conceal
+      // without advancing; this is also how the delay actually grows to a raised target while playing.
+      this.stats.stretched++;
+      this.lostItem.next = undefined;
+      return this.lostItem;
+    }
     if (this.highest >= this.next) {
-      // A hole with later packets present: the packet is lost (or hopelessly late). Move on.
+      // A hole with the target delay's worth of later packets present: the packet is lost. Move on.
       this.lastDone = this.next++;
       this.underrunRun = 0;
       this.stats.lost++;
@@ -229,6 +256,7 @@ export class JitterBuffer {
   /** Forget everything (new call). */
   reset(): void {
     this.ring.fill(undefined);
+    this.held = 0;
     this.ssrc = undefined;
     this.highest = undefined;
     this.next = 0;
@@ -236,6 +264,8 @@ export class JitterBuffer {
     this.playing = false;
     this.underrunRun = 0;
     this.stablePops = 0;
+    this.popsSinceShrink = Infinity;
+    this.shrinkBackoff = 1;
     this.targetFrames = this.initialFrames;
     this.jitterMs = 0;
     this.lastTransit = undefined;
@@ -247,11 +277,17 @@ export class JitterBuffer {
   }
 
   private grow(): void {
+    // Grown again soon after a shrink: the shrink was a mistake; wait twice as long before the next one,
+    // so a link that needs the larger delay does not glitch every few seconds.
+    if (this.popsSinceShrink < this.stablePopsToShrink && this.shrinkBackoff < 16) this.shrinkBackoff *= 2;
+    this.popsSinceShrink = Infinity;
     this.stablePops = 0;
     if (this.targetFrames < this.maxFrames) this.targetFrames++;
   }
 
   private dropNext(): void {
+    const slot = this.ring[this.next & MASK];
+    if (slot && slot.ext === this.next) this.held--;
     this.ring[this.next & MASK] = undefined;
     this.lastDone = this.next++;
     this.stats.trimmed++;

@@ -87,19 +87,26 @@ export class Resampler {
     const count = this.t < total * L ? Math.ceil((total * L - this.t) / M) : 0;
     const out = new Int16Array(count);
     const phases = this.phases;
-    let t = this.t;
+    // integer input index i and phase p of the next output, advanced without division
+    let i = Math.floor(this.t / L);
+    let p = this.t - i * L;
+    const stepI = Math.floor(M / L);
+    const stepP = M - stepI * L;
     for (let o = 0; o < count; o++) {
-      const i = Math.floor(t / L);
-      const p = t - i * L;
       const base = p * K;
       let acc = 0;
       for (let k = 0; k < K; k++) acc += phases[base + k] * buf[i - k];
       out[o] = acc >= 32767 ? 32767 : acc <= -32768 ? -32768 : Math.round(acc);
-      t += M;
+      i += stepI;
+      p += stepP;
+      if (p >= L) {
+        p -= L;
+        i++;
+      }
     }
     // keep the last K-1 samples as history
     buf.copyWithin(0, total - hist, total);
-    this.t = t - (total - hist) * L;
+    this.t = (i - (total - hist)) * L + p;
     return out;
   }
 

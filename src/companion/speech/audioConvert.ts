@@ -21,7 +21,13 @@ const FFMPEG = process.env.SPEAKER_AGENT_FFMPEG ?? 'ffmpeg';
  *  Rejects with SpeechError 'EMPTY_AUDIO' (nothing to decode / zero samples) or 'INVALID_AUDIO' (ffmpeg failed). */
 export async function decodeToPcm(
   input: Buffer | string,
-  opts: { sampleRate: number; signal?: AbortSignal },
+  opts: {
+    sampleRate: number;
+    signal?: AbortSignal;
+    /** decode at most this many seconds (plus 0.5 s, so "longer than the limit" stays detectable);
+     *  keeps a one-hour upload from becoming 100+ MB of PCM in memory */
+    maxDurationSec?: number;
+  },
 ): Promise<DecodedAudio> {
   if (!Number.isInteger(opts.sampleRate) || opts.sampleRate < 4000 || opts.sampleRate > 192000) {
     throw new SpeechError('INVALID_ARGUMENT', `decodeToPcm: sampleRate must be an integer in 4000..192000, got ${opts.sampleRate}`);
@@ -42,7 +48,8 @@ export async function decodeToPcm(
     await writeFile(file, input);
   }
   try {
-    const args = ['-nostdin', '-hide_banner', '-loglevel', 'error', '-i', file, '-vn', '-ac', '1', '-ar', String(opts.sampleRate), '-f', 's16le', 'pipe:1'];
+    const limit = opts.maxDurationSec !== undefined && opts.maxDurationSec > 0 ? ['-t', String(opts.maxDurationSec + 0.5)] : [];
+    const args = ['-nostdin', '-hide_banner', '-loglevel', 'error', '-i', file, ...limit, '-vn', '-ac', '1', '-ar', String(opts.sampleRate), '-f', 's16le', 'pipe:1'];
     const { stdout, stderr, code } = await run(args, opts.signal);
     if (code !== 0) {
       throw new SpeechError('INVALID_AUDIO', `ffmpeg could not decode the audio: ${lastLine(stderr) || `exit code ${code}`}`);
@@ -104,7 +111,9 @@ export function createMp3Encoder(sampleRate: number, opts?: { bitrateKbps?: numb
   const child = spawn(
     FFMPEG,
     ['-nostdin', '-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', String(sampleRate), '-ac', '1', '-i', 'pipe:0',
-      '-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-f', 'mp3', 'pipe:1'],
+      // LAME algorithm quality 7 (compression_level): half the CPU of the default 3 at the same bitrate,
+      // no audible difference on synthetic speech; 15,000 characters (~17 min) encode in ~2 s of CPU
+      '-c:a', 'libmp3lame', '-b:a', `${kbps}k`, '-compression_level', '7', '-f', 'mp3', 'pipe:1'],
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';

@@ -20,6 +20,7 @@
 #include "naudiodonUtil.h"
 #include "Memory.h"
 #include "ChunkQueue.h"
+#include <chrono>
 
 namespace streampunk {
 
@@ -88,9 +89,13 @@ public:
   }
 
   void waitDone() {
+    // Bounded (speaker-agent patch): when the device has gone away the PortAudio callback never runs again,
+    // mCurChunk is never released, and an unbounded wait blocked a libuv pool thread forever on every close.
     std::unique_lock<std::mutex> lk(m);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     while(mCurChunk) {
-      cv.wait(lk);
+      if (cv.wait_until(lk, deadline) == std::cv_status::timeout)
+        break;
     }
   }
 

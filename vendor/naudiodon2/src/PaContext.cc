@@ -19,6 +19,12 @@
 #include <portaudio.h>
 #include <thread>
 
+// speaker-agent patch: diagnostics go to stderr and only with NAUDIODON_DEBUG set. Upstream printf'ed them to
+// stdout on every stream open/close and on every xrun, mixing them into the agent's JSON log and CLI output.
+#include <cstdio>
+#include <cstdlib>
+#define NAUD_INFO(...) do { if (std::getenv("NAUDIODON_DEBUG")) fprintf(stderr, __VA_ARGS__); } while (0)
+
 namespace streampunk {
 
 int PaCallback(const void *input, void *output, unsigned long frameCount, 
@@ -30,7 +36,7 @@ int PaCallback(const void *input, void *output, unsigned long frameCount,
     paContext->getCurTime() - paContext->getInLatency(); // approximation for timestamp of first sample
   double outTimestamp = timeInfo->outputBufferDacTime;
   paContext->checkStatus(statusFlags);
-  // printf("PaCallback output %p, frameCount %d\n", output, frameCount);
+  // NAUD_INFO("PaCallback output %p, frameCount %d\n", output, frameCount);
   int inRetCode = paContext->hasInput() && paContext->readPaBuffer(input, frameCount, inTimestamp) ? paContinue : paComplete;
   int outRetCode = paContext->hasOutput() && paContext->fillPaBuffer(output, frameCount) ? paContinue : paComplete;
   return ((inRetCode == paComplete) && (outRetCode == paComplete)) ? paComplete : paContinue;
@@ -61,11 +67,11 @@ PaContext::PaContext(napi_env env, napi_value inOptions, napi_value outOptions)
     return;
   }    
 
-  printf("%s\n", Pa_GetVersionInfo()->versionText);
+  NAUD_INFO("%s\n", Pa_GetVersionInfo()->versionText);
   if (mInOptions)
-    printf("Input %s\n", mInOptions->toString().c_str());
+    NAUD_INFO("Input %s\n", mInOptions->toString().c_str());
   if (mOutOptions)
-    printf("Output %s\n", mOutOptions->toString().c_str());
+    NAUD_INFO("Output %s\n", mOutOptions->toString().c_str());
 
   double sampleRate;
   PaStreamParameters inParams;
@@ -174,7 +180,7 @@ bool PaContext::getErrStr(std::string& errStr, bool isInput) {
   if (options->closeOnError()) // propagate the error back to the stream handler
     errStr = mErrStr;
   else if (mErrStr.length())
-    printf("AudioIO: %s\n", mErrStr.c_str());
+    NAUD_INFO("AudioIO: %s\n", mErrStr.c_str());
   mErrStr.clear();
   return !errStr.empty();
 }
@@ -220,7 +226,7 @@ uint32_t PaContext::fillBuffer(uint8_t *buf, uint32_t numBytes, double &timeStam
     if (!chunks->curBuf() || (chunks->curBuf() && (chunks->curBytes() == chunks->curOffset()))) {
       chunks->waitNext();
       if (!chunks->curBuf()) {
-        printf("Finishing %s - %d bytes not available to fill the last buffer\n", isInput ? "input" : "output", numBytes);
+        NAUD_INFO("Finishing %s - %d bytes not available to fill the last buffer\n", isInput ? "input" : "output", numBytes);
         memset(buf + bufOff, 0, numBytes);
         finished = true;
         break;
@@ -257,7 +263,7 @@ void PaContext::setParams(napi_env env, bool isInput,
     return;
   }  
 
-  printf("%s device name is %s\n", isInput?"Input":"Output", Pa_GetDeviceInfo(params.device)->name);
+  NAUD_INFO("%s device name is %s\n", isInput?"Input":"Output", Pa_GetDeviceInfo(params.device)->name);
 
   params.channelCount = options->channelCount();
   int maxChannels = isInput ? Pa_GetDeviceInfo(params.device)->maxInputChannels : Pa_GetDeviceInfo(params.device)->maxOutputChannels;
@@ -289,6 +295,10 @@ void PaContext::setParams(napi_env env, bool isInput,
   params.suggestedLatency = isInput ? Pa_GetDeviceInfo(params.device)->defaultHighInputLatency : 
                                       Pa_GetDeviceInfo(params.device)->defaultHighOutputLatency;
   #endif
+  // speaker-agent patch: an explicit latency. Some devices (the PulseAudio/PipeWire ALSA plugins) report a
+  // default low latency of 0, which gives a buffer so small that a busy board underruns constantly.
+  if (options->latencyMs() > 0)
+    params.suggestedLatency = options->latencyMs() / 1000.0;
 }
 
 } // namespace streampunk

@@ -104,7 +104,8 @@ public:
       mSampleBits(1 == mSampleFormat ? 32 : mSampleFormat),
       mMaxQueue(unpackNum(env, tags, "maxQueue", 2)),
       mFramesPerBuffer(unpackNum(env, tags, "framesPerBuffer", 0)),
-      mCloseOnError(unpackBool(env, tags, "closeOnError", true))
+      mCloseOnError(unpackBool(env, tags, "closeOnError", true)),
+      mLatencyMs(unpackNum(env, tags, "latencyMs", 0))
   {}
   ~AudioOptions() {}
 
@@ -116,6 +117,8 @@ public:
   uint32_t maxQueue() const  { return mMaxQueue; }
   uint32_t framesPerBuffer() const  { return mFramesPerBuffer; }
   bool closeOnError() const  { return mCloseOnError; }
+  /** speaker-agent patch: suggested device latency in ms; 0 = the device's default low latency. */
+  uint32_t latencyMs() const  { return mLatencyMs; }
 
   std::string toString() const  { 
     std::stringstream ss;
@@ -142,6 +145,7 @@ private:
   uint32_t mMaxQueue;
   uint32_t mFramesPerBuffer;
   bool mCloseOnError;
+  uint32_t mLatencyMs;
 };
 
 } // namespace streampunk

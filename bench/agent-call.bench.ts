@@ -1,0 +1,233 @@
+// Issue #5 targets for one call on loopback: a real agent PROCESS (test/support/agentProcessMain.ts: PortAudio
+// on the virtual sound card, amixer, werift) against the test peer in its own process (real HTTP + werift).
+//   - process start to call connected (spawn -> "call connected" log line), p50 of 3 spawns
+//   - server back to call re-established, p50 over several peer restarts
+//   - CPU % of one core of the agent process during a steady two-way call (30 s window)
+//   - agent RSS, and RSS growth over a long call (60 s; 10 min with BENCH_LONG=1)
+// The agent runs as plain JavaScript like an installed build: the bench bundles our sources with esbuild (tsx's
+// own compiler, packages left external) into .test-runtime/bench/ first, so no TypeScript is compiled at start.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { sineWave } from '../src/common/audio/signal.js';
+import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
+import { percentile, type BenchRow } from './table.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const KEY = 'bench-workspace-key';
+const CLK_TCK = 100; // Linux USER_HZ
+const PAGE = 4096;
+
+interface AgentProc {
+  child: ChildProcess;
+  /** resolves at the next log line whose msg matches */
+  next(msg: RegExp, timeoutMs: number): Promise<number>;
+  lines: string[];
+}
+
+function startVirtualAudio(): void {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-pulse-'));
+  const out = execFileSync(path.join(ROOT, 'scripts/virtual-audio.sh'), ['start'], { env: { ...process.env, SPEAKER_AGENT_PULSE_DIR: dir }, encoding: 'utf8' });
+  for (const line of out.split('\n')) {
+    const m = /^export (\w+)=(.*)$/.exec(line.trim());
+    if (m) process.env[m[1]] = m[2];
+  }
+}
+
+function stopVirtualAudio(): void {
+  try {
+    execFileSync(path.join(ROOT, 'scripts/virtual-audio.sh'), ['stop'], { env: process.env });
+  } catch {
+    /* gone */
+  }
+}
+
+/** Bundles test/support/agentProcessMain.ts (our sources only) into the project tree, where node_modules resolves. */
+function buildAgent(): string {
+  const out = path.join(ROOT, '.test-runtime', 'bench', 'agent-main.mjs');
+  execFileSync(path.join(ROOT, 'node_modules/.bin/esbuild'), [
+    path.join(ROOT, 'test/support/agentProcessMain.ts'),
+    '--bundle', '--platform=node', '--format=esm', '--packages=external', '--target=node20', `--outfile=${out}`, '--log-level=warning',
+  ]);
+  return out;
+}
+
+let agentMain = '';
+
+function spawnAgent(url: string, stateDir: string): AgentProc {
+  const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
+  const child = spawn(process.execPath, [agentMain], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      SPEAKER_AGENT_SERVER_URL: url,
+      SPEAKER_AGENT_WORKSPACE_KEY: KEY,
+      SPEAKER_AGENT_CONFIG_DIR: configDir,
+      SPEAKER_AGENT_STATE_DIR: stateDir,
+      SPEAKER_AGENT_MIXER_CONTROL: 'Master',
+      SPEAKER_AGENT_DUPLEX: 'full', // two-way: the mic is not gated while the peer's tone plays
+      SPEAKER_AGENT_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const lines: string[] = [];
+  const waiters: Array<{ re: RegExp; resolve: (t: number) => void }> = [];
+  createInterface({ input: child.stdout! }).on('line', (l) => {
+    const t = performance.now();
+    lines.push(l);
+    if (lines.length > 2000) lines.splice(0, 1000);
+    let msg = '';
+    try {
+      msg = String((JSON.parse(l) as { msg?: unknown }).msg ?? '');
+    } catch {
+      return;
+    }
+    for (const w of [...waiters]) {
+      if (w.re.test(msg)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(t);
+      }
+    }
+  });
+  return {
+    child,
+    lines,
+    next: (re, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        const w = { re, resolve: (t: number) => (clearTimeout(timer), resolve(t)) };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(w), 1);
+          reject(new Error(`agent: no "${re.source}" within ${timeoutMs} ms; last lines: ${lines.slice(-3).join(' | ')}`));
+        }, timeoutMs);
+        waiters.push(w);
+      }),
+  };
+}
+
+async function stopAgent(a: AgentProc): Promise<void> {
+  if (a.child.exitCode !== null) return;
+  const exited = new Promise((r) => a.child.once('exit', r));
+  a.child.kill('SIGTERM');
+  const t = setTimeout(() => a.child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(t);
+}
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]); // utime + stime
+}
+
+function rssMb(pid: number): number {
+  const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+  return (pages * PAGE) / 1024 / 1024;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** least-squares slope of y over x */
+function slope(xs: number[], ys: number[]): number {
+  const n = xs.length;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (xs[i] - mx) * (ys[i] - my);
+    den += (xs[i] - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  startVirtualAudio();
+  agentMain = buildAgent();
+  const peer = new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-peer-')), 'enrolled.json') });
+  await peer.start();
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'bench-state-'));
+  let agent: AgentProc | undefined;
+  const mic: ChildProcess[] = [];
+  try {
+    // 1. process start -> call connected
+    const starts: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      const a = spawnAgent(peer.url, stateDir);
+      starts.push((await a.next(/^call connected$/, 20_000)) - t0);
+      if (i < 2) await stopAgent(a);
+      else agent = a;
+    }
+    const startP50 = percentile(starts, 50);
+    rows.push({ issue: '#5', metric: 'agent process start -> call connected (p50 of 3)', value: startP50, unit: 'ms', target: '<= 1000 ms', pass: startP50 <= 1000, note: `runs ${starts.map((s) => s.toFixed(0)).join('/')} ms` });
+
+    // 2. steady two-way call: the peer plays a tone, a tone plays into the virtual mic
+    const a = agent!;
+    const pid = a.child.pid!;
+    const longMs = process.env.BENCH_LONG === '1' ? 600_000 : 60_000;
+    const toneSec = 10;
+    const peerTone = sineWave(440, 48_000, toneSec, 0.3);
+    const feedPeer = setInterval(() => void peer.playTone(peerTone).catch(() => undefined), toneSec * 1000);
+    void peer.playTone(peerTone);
+    const micTone = Buffer.from(sineWave(700, 48_000, Math.ceil(longMs / 1000) + 5, 0.3).buffer);
+    const pacat = spawn('pacat', ['--playback', '--device=mic_in', '--format=s16le', '--rate=48000', '--channels=1', '--raw'], { env: process.env, stdio: ['pipe', 'ignore', 'ignore'] });
+    pacat.stdin!.on('error', () => undefined);
+    pacat.stdin!.end(micTone);
+    mic.push(pacat);
+    await sleep(5_000); // warm-up: JIT, jitter buffer, first GCs
+    const cpu0 = cpuTicks(pid);
+    const c0 = performance.now();
+    const samples: Array<{ t: number; rss: number }> = [];
+    const tStart = performance.now();
+    let cpuPct = NaN;
+    while (performance.now() - tStart < longMs) {
+      await sleep(5_000);
+      samples.push({ t: (performance.now() - tStart) / 60_000, rss: rssMb(pid) });
+      if (Number.isNaN(cpuPct) && performance.now() - c0 >= 30_000) {
+        cpuPct = (((cpuTicks(pid) - cpu0) / CLK_TCK) * 1000 * 100) / (performance.now() - c0);
+      }
+    }
+    clearInterval(feedPeer);
+    const stats = await peer.stats();
+    rows.push({ issue: '#5', metric: 'agent CPU, steady two-way call (30 s)', value: cpuPct, unit: '% core', target: '<= 5 %', pass: cpuPct <= 5, note: `peer got ${stats.packetsIn} packets, sent ${stats.packetsOut}` });
+    const rssNow = samples.at(-1)!.rss;
+    rows.push({ issue: '#5', metric: 'agent resident memory during a call', value: rssNow, unit: 'MB', target: '<= 80 MB', pass: rssNow <= 80 });
+    const growth = slope(samples.map((s) => s.t), samples.map((s) => s.rss));
+    rows.push({
+      issue: '#5',
+      metric: `agent RSS growth over a ${Math.round(longMs / 60_000)}-min call`,
+      value: growth,
+      unit: 'MB/min',
+      target: 'no growth (10-min call)',
+      pass: growth <= 0.5,
+      note: `RSS ${samples[0].rss.toFixed(1)} -> ${rssNow.toFixed(1)} MB${process.env.BENCH_LONG === '1' ? '' : '; BENCH_LONG=1 for 10 min'}`,
+    });
+
+    // 3. server back -> call re-established
+    // Each restart follows a stable call (the policy resets its backoff after reconnect.stableAfterMs = 10 s),
+    // as a server restart does in real life.
+    const backs: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await sleep(11_000);
+      const ended = a.next(/^call ended/, 10_000);
+      await peer.kill();
+      await ended; // the agent noticed (liveness watchdog: the peer died without a word)
+      await sleep(500 + Math.random() * 1500); // the server is down a while: the agent retries meanwhile
+      const connected = a.next(/^call connected$/, 20_000);
+      await peer.start();
+      const tBack = performance.now();
+      backs.push((await connected) - tBack);
+    }
+    const backP50 = percentile(backs, 50);
+    rows.push({ issue: '#5', metric: 'server back -> call re-established (p50 of 5)', value: backP50, unit: 'ms', target: '<= 1000 ms p50', pass: backP50 <= 1000, note: `max ${Math.max(...backs).toFixed(0)} ms` });
+  } finally {
+    for (const m of mic) m.kill();
+    if (agent) await stopAgent(agent);
+    await peer.kill();
+    stopVirtualAudio();
+  }
+  return rows;
+}

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Installs the speaker agent as a system service on Debian / Raspberry Pi OS (bookworm; arm64, armhf, x86-64).
+#
+#   sudo scripts/install.sh [--server-url URL] [--workspace-key KEY] [--companion] [--no-start] [--yes]
+#   sudo scripts/install.sh --uninstall [--purge]
+#
+# Steps (each is skipped when already done, so running it twice changes nothing):
+#   1. Debian packages the agent needs (ALSA tools, PortAudio, espeak-ng, pocketsphinx, ffmpeg, build tools)
+#   2. Node.js >= 20.10
+#   3. the project in /opt/speaker-agent (`npm ci --omit=dev`, native addons build from source)
+#   4. the system user `speaker-agent` in the `audio` group
+#   5. the systemd units (systemd/*.service), enabled
+#   6. enrollment: server URL + workspace key (flags, SPEAKER_AGENT_SERVER_URL / _WORKSPACE_KEY, or prompts);
+#      the identity (client id + secret) is created once in /var/lib/speaker-agent and never replaced
+#   7. start (or restart when something changed)
+#
+# Options:
+#   --server-url URL      the Voice Assistant Service (e.g. https://voice.example.com)
+#   --workspace-key KEY   the workspace API key (dashboard -> workspace settings)
+#   --companion           also install the local companion server and, without --server-url, use it
+#   --no-start            install and enable, but do not start now
+#   --yes                 never prompt (fail if a required value is missing)
+#   --uninstall           stop, disable and remove the service and /opt/speaker-agent; config and identity stay
+#   --purge               with --uninstall: also remove config, identity, companion data and the user
+#
+# For packaging and tests: DESTDIR=/some/root installs below that root (the user, systemctl and apt-get are
+# the host's, found on PATH); PREFIX (default /opt/speaker-agent) and SERVICE_USER (default speaker-agent).
+set -euo pipefail
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+DESTDIR=${DESTDIR:-}
+PREFIX=${PREFIX:-/opt/speaker-agent}
+SERVICE_USER=${SERVICE_USER:-speaker-agent}
+COMPANION_URL=${COMPANION_URL:-http://127.0.0.1:8787}
+UNITS_DIR=/etc/systemd/system
+CONF_DIR=/etc/speaker-agent
+STATE_DIR=/var/lib/speaker-agent
+COMPANION_STATE_DIR=/var/lib/speaker-agent-companion
+NODE_MIN_MAJOR=20
+NODE_MIN_MINOR=10
+
+SERVER_URL=${SPEAKER_AGENT_SERVER_URL:-}
+WORKSPACE_KEY=${SPEAKER_AGENT_WORKSPACE_KEY:-}
+COMPANION=0 START=1 ASSUME_YES=0 UNINSTALL=0 PURGE=0
+
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "install: $*" >&2; exit "${2:-1}"; }
+say() { echo "==> $*"; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --server-url) SERVER_URL=${2:?--server-url needs a value}; shift ;;
+    --server-url=*) SERVER_URL=${1#*=} ;;
+    --workspace-key) WORKSPACE_KEY=${2:?--workspace-key needs a value}; shift ;;
+    --workspace-key=*) WORKSPACE_KEY=${1#*=} ;;
+    --companion) COMPANION=1 ;;
+    --no-start) START=0 ;;
+    --yes|-y) ASSUME_YES=1 ;;
+    --uninstall) UNINSTALL=1 ;;
+    --purge) PURGE=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "install: unknown option: $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
+[ "$(id -u)" -eq 0 ] || die "run as root (sudo $0 ...)" 2
+[ "$PURGE" = 1 ] && [ "$UNINSTALL" = 0 ] && die "--purge only goes with --uninstall" 2
+
+R() { printf '%s%s' "$DESTDIR" "$1"; } # a path inside the target root
+
+# ---------- uninstall ----------
+if [ "$UNINSTALL" = 1 ]; then
+  for u in speaker-agent speaker-agent-companion; do
+    if [ -f "$(R $UNITS_DIR/$u.service)" ]; then
+      say "removing $u.service"
+      systemctl disable --now "$u.service" >/dev/null 2>&1 || true
+      rm -f "$(R $UNITS_DIR/$u.service)"
+    fi
+  done
+  systemctl daemon-reload || true
+  rm -rf "$(R "$PREFIX")"
+  rm -f "$(R /usr/local/bin/speaker-agent)"
+  if [ "$PURGE" = 1 ]; then
+    say "purging config, identity and companion data"
+    rm -rf "$(R $CONF_DIR)" "$(R $STATE_DIR)" "$(R $COMPANION_STATE_DIR)"
+    getent passwd "$SERVICE_USER" >/dev/null && userdel "$SERVICE_USER" || true
+  else
+    echo "kept $CONF_DIR and $STATE_DIR (the identity: the server only accepts this device's first secret)."
+    echo "Remove them with --uninstall --purge."
+  fi
+  exit 0
+fi
+
+# ---------- 1. Debian packages ----------
+case "$(uname -m)" in
+  aarch64|arm64|armv7l|armv6l|x86_64) ;;
+  *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
+esac
+PKGS=(alsa-utils libasound2-plugins libportaudio2 portaudio19-dev libespeak-ng1 espeak-ng-data
+      libpocketsphinx3 pocketsphinx-en-us ffmpeg python3 make g++ ca-certificates)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ---------- 2. Node.js ----------
+NODE=$(command -v node || true)
+[ -n "$NODE" ] || die "Node.js is not installed: install Node $NODE_MIN_MAJOR.$NODE_MIN_MINOR or newer (e.g. apt-get install nodejs on trixie, or NodeSource on bookworm)" 3
+NODE=$(readlink -f "$NODE")
+if ! "$NODE" -e "const [a,b]=process.versions.node.split('.').map(Number); process.exit(a>$NODE_MIN_MAJOR||(a==$NODE_MIN_MAJOR&&b>=$NODE_MIN_MINOR)?0:1)"; then
+  die "Node.js $("$NODE" --version) is too old: the agent needs $NODE_MIN_MAJOR.$NODE_MIN_MINOR or newer" 3
+fi
+
+# ---------- 3. the project ----------
+if [ ! -f "$SRC/dist/cli/main.js" ]; then
+  [ -x "$SRC/node_modules/.bin/tsc" ] || die "$SRC is not built and has no dev dependencies: run scripts/setup.sh first" 3
+  say "building"
+  (cd "$SRC" && npm run build --silent)
+fi
+
+# Copies a file only when its content or mode differs; prints the path when it did.
+sync_file() { # src dst mode
+  if [ ! -f "$2" ] || ! cmp -s "$1" "$2" || [ "$(stat -c %a "$2")" != "$3" ]; then
+    install -D -m "$3" "$1" "$2"
+    echo "$2"
+  fi
+}
+# Mirrors the files the package needs (package.json "files" + manifest) into PREFIX, deleting stale ones.
+sync_tree() {
+  local dst; dst=$(R "$PREFIX")
+  local list; list=$(cd "$SRC" && { printf '%s\n' package.json package-lock.json README.md LICENSE;
+    find bin dist systemd scripts vendor -type f ! -path 'vendor/*/build/*' ! -path 'vendor/*/node_modules/*'; } |
+    while read -r f; do [ -f "$f" ] && echo "$f"; done | sort)
+  local f changed=""
+  while read -r f; do
+    local mode=644; [ -x "$SRC/$f" ] && mode=755
+    [ -n "$(sync_file "$SRC/$f" "$dst/$f" $mode)" ] && changed=1
+  done <<< "$list"
+  # stale files of an older version (never node_modules, which npm owns)
+  if [ -d "$dst" ]; then
+    while read -r f; do
+      f=${f#./}
+      grep -qxF "$f" <<< "$list" || { rm -f "$dst/$f"; changed=1; }
+    done < <(cd "$dst" && find bin dist systemd scripts vendor -type f ! -path 'vendor/*/build/*' ! -path 'vendor/*/node_modules/*' 2>/dev/null)
+  fi
+  [ -n "$changed" ]
+}
+tmpunit=$(mktemp)
+tmpwrap=$(mktemp)
+trap 'rm -f "$tmpunit" "$tmpwrap"' EXIT
+CHANGED=0
+if sync_tree; then CHANGED=1; say "installed the project in $PREFIX"; fi
+# The `speaker-agent` command for people on the board: the service's config and identity by default, so
+# `sudo speaker-agent doctor` / `status` look at the installed agent.
+cat > "$tmpwrap" <<WRAP
+#!/bin/sh
+# speaker-agent as installed by scripts/install.sh: uses the service's config and identity (run as root).
+export CONFIGURATION_DIRECTORY="\${CONFIGURATION_DIRECTORY:-$CONF_DIR}"
+export STATE_DIRECTORY="\${STATE_DIRECTORY:-$STATE_DIR}"
+exec "$NODE" "$PREFIX/bin/speaker-agent.js" "\$@"
+WRAP
+[ -n "$(sync_file "$tmpwrap" "$(R /usr/local/bin/speaker-agent)" 755)" ] && CHANGED=1
+
+LOCK_STAMP=$(R "$PREFIX")/node_modules/.speaker-agent-lock.sha256
+LOCK_SUM=$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1)
+if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
+  say "npm ci --omit=dev (native addons build from source: a few minutes on a Pi)"
+  (cd "$(R "$PREFIX")" && npm ci --omit=dev --no-audit --no-fund)
+  mkdir -p "$(dirname "$LOCK_STAMP")"
+  echo "$LOCK_SUM" > "$LOCK_STAMP"
+  CHANGED=1
+fi
+
+# ---------- 4. the system user ----------
+if ! getent passwd "$SERVICE_USER" >/dev/null; then
+  say "creating system user $SERVICE_USER"
+  useradd --system --user-group --home-dir "$STATE_DIR" --no-create-home --shell /usr/sbin/nologin \
+    --groups audio "$SERVICE_USER"
+elif ! getent group audio | cut -d: -f4 | tr ',' '\n' | grep -qxF "$SERVICE_USER"; then
+  say "adding $SERVICE_USER to the audio group"
+  usermod -aG audio "$SERVICE_USER"
+fi
+
+# ---------- 5. systemd units ----------
+UNITS=(speaker-agent.service)
+[ "$COMPANION" = 1 ] && UNITS+=(speaker-agent-companion.service)
+UNITS_CHANGED=0
+for u in "${UNITS[@]}"; do
+  sed -e "s#/usr/bin/node#$NODE#g" -e "s#/opt/speaker-agent#$PREFIX#g" "$SRC/systemd/$u" > "$tmpunit"
+  if [ -n "$(sync_file "$tmpunit" "$(R $UNITS_DIR/$u)" 644)" ]; then UNITS_CHANGED=1; say "installed $UNITS_DIR/$u"; fi
+done
+[ "$UNITS_CHANGED" = 1 ] && systemctl daemon-reload
+for u in "${UNITS[@]}"; do
+  systemctl is-enabled --quiet "$u" 2>/dev/null || { say "enabling $u"; systemctl enable --quiet "$u"; }
+done
+
+# ---------- 6. enrollment ----------
+install -d -m 0750 "$(R $CONF_DIR)"
+install -d -m 0700 "$(R $STATE_DIR)"
+chown "root:$SERVICE_USER" "$(R $CONF_DIR)"
+chown "$SERVICE_USER:$SERVICE_USER" "$(R $STATE_DIR)"
+
+agent() { # runs the installed CLI with the service's directories
+  CONFIGURATION_DIRECTORY=$(R $CONF_DIR) STATE_DIRECTORY=$(R $STATE_DIR) SPEAKER_AGENT_LOG_LEVEL=warn \
+    "$NODE" "$(R "$PREFIX")/bin/speaker-agent.js" "$@"
+}
+
+if [ "$COMPANION" = 1 ] && [ -z "$SERVER_URL" ]; then
+  SERVER_URL=$COMPANION_URL
+  if [ -z "$WORKSPACE_KEY" ]; then
+    install -d -m 0700 "$(R $COMPANION_STATE_DIR)"
+    # The companion's default workspace (created once, then read back).
+    WORKSPACE_KEY=$(agent companion workspace ensure-default --data-dir "$(R $COMPANION_STATE_DIR)" --print-key)
+    chown -R "$SERVICE_USER:$SERVICE_USER" "$(R $COMPANION_STATE_DIR)"
+  fi
+fi
+
+snapshot_enrollment() { { cat "$(R $CONF_DIR/config.json)" "$(R $STATE_DIR/identity.json)" 2>/dev/null || true; } | sha256sum; }
+before=$(snapshot_enrollment)
+if [ -z "$SERVER_URL" ] && [ -z "$WORKSPACE_KEY" ] && agent enroll --check >/dev/null 2>&1; then
+  : # enrolled before and nothing new asked for
+else
+  if ! agent enroll --check >/dev/null 2>&1 && [ "$ASSUME_YES" = 0 ] && [ -t 0 ]; then
+    [ -n "$SERVER_URL" ] || read -r -p "Server URL (https://...): " SERVER_URL
+    [ -n "$WORKSPACE_KEY" ] || { read -r -s -p "Workspace key: " WORKSPACE_KEY; echo; }
+  fi
+  # The key goes through the environment, not argv (argv is world-readable in /proc).
+  # `enroll` writes nothing when the values are the ones already configured and the identity exists.
+  SPEAKER_AGENT_WORKSPACE_KEY=$WORKSPACE_KEY agent enroll ${SERVER_URL:+--server-url "$SERVER_URL"} \
+    || die "enrollment failed (see above); fix it and run $0 again" $?
+fi
+[ "$(snapshot_enrollment)" != "$before" ] && CHANGED=1
+# The service reads the config (group) and owns its identity.
+[ -f "$(R $CONF_DIR/config.json)" ] && { chown "root:$SERVICE_USER" "$(R $CONF_DIR/config.json)"; chmod 0640 "$(R $CONF_DIR/config.json)"; }
+[ -d "$(R $STATE_DIR)" ] && chown -R "$SERVICE_USER:$SERVICE_USER" "$(R $STATE_DIR)"
+
+# ---------- 7. start ----------
+if [ "$START" = 1 ]; then
+  for u in "${UNITS[@]}"; do
+    if ! systemctl is-active --quiet "$u"; then
+      say "starting $u"; systemctl start "$u"
+    elif [ "$CHANGED" = 1 ] || [ "$UNITS_CHANGED" = 1 ]; then
+      say "restarting $u (updated)"; systemctl restart "$u"
+    fi
+  done
+fi
+say "done. Check it with: sudo speaker-agent doctor   (logs: journalctl -u speaker-agent -f)"

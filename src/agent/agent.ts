@@ -1,0 +1,309 @@
+// The speaker agent: opens the sound card once, keeps a call with the assistant up forever (re-creating it
+// with the reconnect policy after any failure), routes audio between the card and the call, and keeps a
+// status snapshot for `speaker-agent status`. The CLI wraps it with sd_notify and a status socket.
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../common/logger.js';
+import type { AudioBackend } from './audio/audioDevice.js';
+import { Call, type FunctionRecord, type TranscriptRole } from './call.js';
+import { openCallAudio, type CallAudio } from './callAudio.js';
+import { AgentError, toAgentError } from './errors.js';
+import { fingerprint, type Identity } from './identity.js';
+import type { Mixer, MixerState } from './mixer/mixer.js';
+import { DefaultReconnectPolicy, type ReconnectPolicy } from './reconnectPolicy.js';
+import { ServiceClient } from './serviceClient.js';
+import { isLoopbackUrl, type Settings } from './settings.js';
+import type { TransportFactory } from './transport/transportLayer.js';
+import { WebrtcTransport } from './transport/webrtcTransport.js';
+
+export type AgentState = 'connecting' | 'connected' | 'backoff' | 'stopped';
+
+export interface TranscriptEntry {
+  role: TranscriptRole;
+  text: string;
+  at: string;
+}
+
+export interface AgentStatus {
+  state: AgentState;
+  server: string;
+  clientId: string;
+  secretFingerprint: string;
+  callId: string | null;
+  connectedSince: string | null;
+  /** calls re-created after the first one */
+  reconnects: number;
+  lastError: { code: string; message: string; at: string } | null;
+  /** the most recent transcripts, oldest first (bounded) */
+  lastTranscripts: TranscriptEntry[];
+  volume: MixerState | null;
+  startedAt: string | null;
+  /** when the next attempt starts while in backoff */
+  nextAttemptAt: string | null;
+  /** the sound card's devices (reopened in the background when they fail) */
+  audioDevices: { microphone: string; speaker: string } | null;
+}
+
+export interface SpeakerAgentDeps {
+  settings: Settings;
+  identity: Identity;
+  audio: AudioBackend;
+  mixer: Mixer;
+  logger: Logger;
+  reconnectPolicy?: ReconnectPolicy;
+  /** default: a WebrtcTransport per call */
+  transportFactory?: TransportFactory;
+}
+
+export const MAX_TRANSCRIPTS = 20;
+
+const TOFU_EXPLANATION =
+  'The server uses trust on first use: it accepts only the secret this client id first connected with. ' +
+  'If identity.json was lost or replaced, restore it from a backup, or ask the workspace admin to reset this ' +
+  'client and run `speaker-agent enroll --reset-identity`. Retrying slowly meanwhile.';
+
+export interface SpeakerAgentEvents {
+  state: [AgentState];
+  connected: [{ callId: string }];
+  transcript: [TranscriptEntry];
+  function: [FunctionRecord];
+  error: never;
+}
+
+export class SpeakerAgent extends EventEmitter {
+  private readonly policy: ReconnectPolicy;
+  private readonly transportFactory: TransportFactory;
+  private readonly client: ServiceClient;
+  private readonly log: Logger;
+  private state: AgentState = 'stopped';
+  private audio: CallAudio | undefined;
+  private call: Call | undefined;
+  private loop: Promise<void> | undefined;
+  private stopper: AbortController | undefined;
+  private readonly transcripts: TranscriptEntry[] = [];
+  private status = {
+    callId: null as string | null,
+    connectedSince: null as string | null,
+    reconnects: 0,
+    lastError: null as AgentStatus['lastError'],
+    volume: null as MixerState | null,
+    startedAt: null as string | null,
+    nextAttemptAt: null as string | null,
+  };
+
+  constructor(private readonly deps: SpeakerAgentDeps) {
+    super();
+    const s = deps.settings;
+    this.log = deps.logger;
+    this.policy =
+      deps.reconnectPolicy ??
+      new DefaultReconnectPolicy({
+        initialDelayMs: s.reconnect.initialDelayMs,
+        maxDelayMs: s.reconnect.maxDelayMs,
+        authRejectedDelayMs: s.reconnect.authRejectedDelayMs,
+        fastRetryWindowMs: s.reconnect.fastRetryWindowMs,
+        fastRetryMaxDelayMs: s.reconnect.fastRetryMaxDelayMs,
+      });
+    const loopback =
+      s.call.loopbackCandidates === 'always' || (s.call.loopbackCandidates === 'auto' && isLoopbackUrl(s.server.url));
+    this.transportFactory =
+      deps.transportFactory ?? (() => new WebrtcTransport({ additionalHostAddresses: loopback ? ['127.0.0.1'] : undefined }));
+    this.client = new ServiceClient({
+      baseUrl: s.server.url,
+      credentials: {
+        workspaceKey: s.server.workspaceKey,
+        clientId: deps.identity.clientId,
+        clientSecret: deps.identity.clientSecret,
+        appSource: s.server.appSource,
+      },
+      timeoutMs: s.server.requestTimeoutMs,
+    });
+  }
+
+  /** Starts keeping the call up and opens the sound card (a busy or missing device is retried in the
+   *  background, the call goes on meanwhile; AgentError 'audio' only if the audio stack itself cannot load). */
+  async start(): Promise<void> {
+    if (this.loop) return;
+    this.status.startedAt = new Date().toISOString();
+    this.log.info(
+      { server: this.deps.settings.server.url, clientId: this.deps.identity.clientId, secretFingerprint: fingerprint(this.deps.identity.clientSecret), mixer: this.deps.mixer.description },
+      'speaker agent starting',
+    );
+    this.stopper = new AbortController();
+    // The first call is set up while the sound card opens: both take a few hundred ms at start-up.
+    this.loop = this.keepCallUp(this.stopper.signal);
+    this.deps.mixer.get().then(
+      (v) => (this.status.volume = v),
+      (err) => this.log.warn({ err: toAgentError(err, 'mixer').toJSON() }, 'cannot read the mixer'),
+    );
+    try {
+      this.audio = await openCallAudio({
+        backend: this.deps.audio,
+        settings: this.deps.settings.audio,
+        logger: this.log,
+      });
+    } catch (err) {
+      await this.stop();
+      throw toAgentError(err, 'audio');
+    }
+    const call = this.call;
+    if (call && this.state === 'connected') this.audio.setSink((opus, samples) => call.sendAudio(opus, samples));
+  }
+
+  /** Closes the call cleanly (the server sees the peer go) and the audio devices. */
+  private stopping: Promise<void> | undefined;
+
+  /** Idempotent: a second caller (e.g. a repeated SIGTERM) waits for the same shutdown. */
+  stop(): Promise<void> {
+    if (!this.loop) return this.stopping ?? Promise.resolve();
+    this.stopping ??= this.doStop().finally(() => (this.stopping = undefined));
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    // Closing sockets and audio streams can leave nothing that holds the event loop open (native callbacks
+    // pending); without this the process would exit half-way through a SIGTERM shutdown.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    try {
+      this.stopper?.abort(new AgentError('call_failed', 'agent stopping'));
+      const call = this.call;
+      await call?.close();
+      await this.loop;
+      this.loop = undefined;
+      await this.audio?.close().catch((err) => this.log.warn({ err: toAgentError(err, 'audio').toJSON() }, 'closing audio failed'));
+      this.audio = undefined;
+      this.setState('stopped');
+      this.log.info('speaker agent stopped');
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  snapshot(): AgentStatus {
+    return {
+      state: this.state,
+      server: this.deps.settings.server.url,
+      clientId: this.deps.identity.clientId,
+      secretFingerprint: fingerprint(this.deps.identity.clientSecret),
+      callId: this.status.callId,
+      connectedSince: this.status.connectedSince,
+      reconnects: this.status.reconnects,
+      lastError: this.status.lastError,
+      lastTranscripts: [...this.transcripts],
+      volume: this.status.volume,
+      startedAt: this.status.startedAt,
+      nextAttemptAt: this.status.nextAttemptAt,
+      audioDevices: this.audio?.deviceStates() ?? null,
+    };
+  }
+
+  private setState(s: AgentState): void {
+    if (s === this.state) return;
+    this.state = s;
+    this.emit('state', s);
+  }
+
+  private async keepCallUp(signal: AbortSignal): Promise<void> {
+    let attempt = 0;
+    let streakStart = 0;
+    let calls = 0;
+    let lastErrorCode: string | undefined;
+    const stableAfterMs = this.deps.settings.reconnect.stableAfterMs;
+    while (!signal.aborted) {
+      this.setState('connecting');
+      const call = new Call({
+        client: this.client,
+        transport: this.transportFactory(),
+        mixer: this.deps.mixer,
+        logger: this.log,
+        livenessTimeoutMs: this.deps.settings.call.livenessTimeoutMs,
+        connectTimeoutMs: this.deps.settings.call.connectTimeoutMs,
+        hooks: {
+          onAudio: (p, ns) => this.audio?.push(p, ns),
+          onTranscript: (role, text) => this.addTranscript(role, text),
+          onFunction: (rec) => {
+            if (rec.output?.success) {
+              this.status.volume = { volumePercent: rec.output.result.volume_level, muted: rec.output.result.muted };
+            }
+            this.emit('function', rec);
+          },
+        },
+      });
+      this.call = call;
+      let reason: AgentError;
+      let upSince = 0;
+      try {
+        await call.connect(signal);
+        if (signal.aborted) throw new AgentError('call_failed', 'agent stopping');
+        upSince = performance.now();
+        if (calls > 0) this.status.reconnects++;
+        calls++;
+        this.status.callId = call.sessionId ?? null;
+        this.status.connectedSince = new Date().toISOString();
+        this.status.nextAttemptAt = null;
+        lastErrorCode = undefined;
+        this.audio?.setSink((opus, samples) => call.sendAudio(opus, samples));
+        this.setState('connected');
+        this.log.info({ callId: call.sessionId, reconnects: this.status.reconnects }, 'call connected');
+        this.emit('connected', { callId: call.sessionId ?? '' });
+        reason = await call.ended;
+      } catch (err) {
+        reason = toAgentError(err, 'call_failed');
+      }
+      this.audio?.setSink(undefined);
+      await call.close();
+      this.call = undefined;
+      this.audio?.resetDownlink();
+      this.status.callId = null;
+      this.status.connectedSince = null;
+      if (signal.aborted) break;
+      this.status.lastError = { code: reason.code, message: reason.message, at: new Date().toISOString() };
+
+      // Backoff: a call that stayed up long enough starts a fresh streak.
+      if (upSince && performance.now() - upSince >= stableAfterMs) attempt = 0;
+      if (attempt === 0) streakStart = performance.now();
+      attempt++;
+      const delay = this.policy.nextDelayMs({ attempt, lastError: reason, elapsedMs: performance.now() - streakStart });
+      this.logFailure(reason, lastErrorCode, delay, upSince > 0);
+      lastErrorCode = reason.code;
+      if (delay === null) {
+        this.log.error({ err: reason.toJSON() }, 'the reconnect policy gave up: no more calls');
+        break;
+      }
+      this.setState('backoff');
+      this.status.nextAttemptAt = new Date(Date.now() + delay).toISOString();
+      await sleep(delay, signal);
+    }
+    this.status.nextAttemptAt = null;
+  }
+
+  private logFailure(reason: AgentError, lastCode: string | undefined, delay: number | null, wasUp: boolean): void {
+    const fields = { err: reason.toJSON(), retryInMs: delay };
+    if (reason.code === 'auth_rejected') {
+      // Once per streak with the explanation; repeats would only fill the journal.
+      if (lastCode !== 'auth_rejected') this.log.error(fields, `${reason.message}. ${TOFU_EXPLANATION}`);
+      else this.log.debug(fields, reason.message);
+      return;
+    }
+    this.log.warn(fields, wasUp ? `call ended: ${reason.message}` : `call failed: ${reason.message}`);
+  }
+
+  private addTranscript(role: TranscriptRole, text: string): void {
+    const entry = { role, text, at: new Date().toISOString() };
+    this.transcripts.push(entry);
+    if (this.transcripts.length > MAX_TRANSCRIPTS) this.transcripts.shift();
+    this.emit('transcript', entry);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

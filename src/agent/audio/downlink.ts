@@ -1,0 +1,143 @@
+// Wire -> speaker: RTP packets -> jitter buffer -> Opus decode (or concealment) -> playback device.
+//
+// Playout is paced by the sound card's own clock, not by a JS timer: each time the playback device has taken
+// a frame (onHanded), the next 20 ms frame is produced and written. A timer cannot drift against the card that
+// way, and only one frame ever waits in our queue. A 20 ms fallback timer keeps the device fed if the device
+// has no onHanded or the chain stopped (device reopened). With nothing to play, silence is written: PortAudio
+// through naudiodon does not insert silence itself, it lets the card underrun (see portAudioBackend.ts).
+// The echo gate is told about every frame, so the uplink mutes the microphone while the assistant is audible.
+import type { Logger } from '../../common/logger.js';
+import { silentLogger } from '../../common/logger.js';
+import { FRAME_SAMPLES, type PlaybackDevice } from './audioDevice.js';
+import type { EchoGate } from './echoGate.js';
+import type { JitterBuffer, RtpAudioPacket } from './jitterBuffer.js';
+import { LatencyRecorder } from './latencyRecorder.js';
+import type { OpusFrameDecoder } from './opusCodec.js';
+
+export interface DownlinkOptions {
+  playback: PlaybackDevice;
+  decoder: OpusFrameDecoder;
+  jitter: JitterBuffer;
+  echoGate: EchoGate;
+  logger?: Logger;
+}
+
+const FIFO = 64;
+
+export class Downlink {
+  private readonly playback: PlaybackDevice;
+  private readonly decoder: OpusFrameDecoder;
+  private readonly jitter: JitterBuffer;
+  private readonly echoGate: EchoGate;
+  private readonly log: Logger;
+  private readonly silence = new Int16Array(FRAME_SAMPLES);
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  // receivedAtNs of each frame written and not yet handed (0n for silence/concealment), for latency.
+  private readonly pendingReceivedAt = new BigInt64Array(FIFO);
+  private pendingHead = 0;
+  private pendingCount = 0;
+  readonly stats = {
+    packetsIn: 0,
+    packetsLate: 0,
+    packetsDuplicate: 0,
+    streamResets: 0,
+    framesDecoded: 0,
+    framesConcealed: 0,
+    framesSilence: 0,
+    /** RTP packet received (push) -> its decoded frame handed to the audio system (PortAudio's queue) */
+    wireToSpeaker: new LatencyRecorder(),
+  };
+
+  constructor(opts: DownlinkOptions) {
+    this.playback = opts.playback;
+    this.decoder = opts.decoder;
+    this.jitter = opts.jitter;
+    this.echoGate = opts.echoGate;
+    this.log = opts.logger ?? silentLogger;
+  }
+
+  /** Hands one received RTP packet to the jitter buffer. Cheap; never blocks. */
+  push(rtp: RtpAudioPacket, receivedAtNs: bigint): void {
+    this.stats.packetsIn++;
+    const r = this.jitter.push(rtp, receivedAtNs, Number(receivedAtNs) / 1e6);
+    if (r === 'late') this.stats.packetsLate++;
+    else if (r === 'duplicate') this.stats.packetsDuplicate++;
+    else if (r === 'reset') {
+      this.stats.streamResets++;
+      this.decoder.reset();
+      this.log.info({ ssrc: rtp.ssrc }, 'downlink: new audio stream, jitter buffer and decoder reset');
+    }
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.playback.onHanded = (at) => this.onHanded(at);
+    await this.playback.start();
+    this.running = true;
+    this.fill();
+    this.timer = setInterval(() => this.fill(), 20);
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.pendingCount = 0;
+    await this.playback.stop();
+  }
+
+  /** Forget the current stream (the call ended): what is buffered is not played. */
+  resetStream(): void {
+    this.jitter.reset();
+    this.decoder.reset();
+  }
+
+  private onHanded(atNs: bigint): void {
+    if (this.pendingCount > 0) {
+      const received = this.pendingReceivedAt[this.pendingHead];
+      this.pendingHead = (this.pendingHead + 1) % FIFO;
+      this.pendingCount--;
+      if (received !== 0n) this.stats.wireToSpeaker.recordNs(atNs - received);
+    }
+    this.fill();
+  }
+
+  /** Keeps exactly one frame waiting for the device. */
+  private fill(): void {
+    if (!this.running) return;
+    while (this.playback.queuedMs < 20) {
+      if (!this.writeNextFrame()) return;
+    }
+  }
+
+  private writeNextFrame(): boolean {
+    const item = this.jitter.pop();
+    let frame: Int16Array;
+    let receivedAt = 0n;
+    if (item.kind === 'packet') {
+      frame = this.decoder.decode(item.payload);
+      receivedAt = item.receivedAtNs;
+      this.stats.framesDecoded++;
+    } else if (item.kind === 'lost') {
+      // item.next would allow Opus FEC recovery, but @discordjs/opus cannot decode FEC (see opusCodec.ts).
+      frame = this.decoder.conceal();
+      this.stats.framesConcealed++;
+    } else {
+      frame = this.silence;
+      this.stats.framesSilence++;
+    }
+    this.echoGate.notePlayback(frame, this.playback.queuedMs);
+    const before = this.playback.queuedMs;
+    this.playback.write(frame);
+    if (this.pendingCount === FIFO) {
+      this.pendingHead = (this.pendingHead + 1) % FIFO;
+      this.pendingCount--;
+    }
+    this.pendingReceivedAt[(this.pendingHead + this.pendingCount) % FIFO] = receivedAt;
+    this.pendingCount++;
+    // A device that did not take the frame (stopped, failed) must not make this loop spin.
+    return this.playback.queuedMs > before || this.playback.queuedMs >= 20;
+  }
+}

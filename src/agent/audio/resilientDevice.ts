@@ -1,0 +1,199 @@
+// Devices that survive a busy, missing or failing sound card: ALSA "Device or resource busy", an unplugged USB
+// card, a sound server restart. Opening is retried with exponential backoff, and a device that fails while
+// running is closed and reopened the same way. The agent keeps running (the call, the other direction) instead
+// of crash-looping under systemd.
+//
+// Logging: one line per state change (opened, unavailable with its reason, back), never one per attempt; a
+// change of reason (busy -> missing) is a state change.
+//
+// Cost while retrying: each attempt enumerates PortAudio devices, which blocks the event loop for ~50-100 ms
+// when no other stream is open. Backoff (up to maxBackoffMs) keeps that rare.
+import type { Logger } from '../../common/logger.js';
+import { silentLogger } from '../../common/logger.js';
+import {
+  AudioDeviceError,
+  type AudioBackend,
+  type CaptureDevice,
+  type PlaybackDevice,
+} from './audioDevice.js';
+
+export type DeviceState = 'closed' | 'opening' | 'open' | 'retrying';
+
+export interface ResilientDeviceOptions {
+  backend: AudioBackend;
+  deviceName: string;
+  logger?: Logger;
+  /** First retry delay; doubles per failed attempt. Default 500 ms. */
+  minBackoffMs?: number;
+  /** Longest retry delay. Default 10 s. */
+  maxBackoffMs?: number;
+}
+
+abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
+  state: DeviceState = 'closed';
+  /** Last error while opening or running; undefined when open. */
+  lastError: AudioDeviceError | undefined;
+  /** Called on every state change (for the CLI's doctor/status and tests). */
+  onStateChange?: (state: DeviceState, err?: AudioDeviceError) => void;
+  readonly stats = { opens: 0, failures: 0 };
+  protected inner: D | undefined;
+  protected readonly log: Logger;
+  private readonly minBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private backoffMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private loggedCode: string | undefined;
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    protected readonly opts: ResilientDeviceOptions,
+    private readonly kind: 'microphone' | 'speaker',
+  ) {
+    this.log = opts.logger ?? silentLogger;
+    this.minBackoffMs = opts.minBackoffMs ?? 500;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 10_000;
+    this.backoffMs = this.minBackoffMs;
+  }
+
+  /** Resolves once the device is open (immediately if it is). */
+  whenOpen(): Promise<void> {
+    if (this.state === 'open') return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  protected abstract openInner(): Promise<D>;
+
+  /** First attempt; never throws for device errors (they are retried). */
+  protected async begin(): Promise<void> {
+    if (this.state !== 'closed') return;
+    this.setState('opening');
+    await this.attempt();
+  }
+
+  private async attempt(): Promise<void> {
+    this.timer = undefined;
+    if (this.state === 'closed') return;
+    let dev: D;
+    try {
+      dev = await this.openInner();
+    } catch (err) {
+      this.failed(toDeviceError(err));
+      return;
+    }
+    if ((this.state as DeviceState) === 'closed') {
+      await dev.stop(); // stop() was called while opening
+      return;
+    }
+    dev.onError = (err) => {
+      if (this.inner !== dev) return;
+      this.inner = undefined;
+      void dev.stop();
+      this.failed(err);
+    };
+    this.inner = dev;
+    this.stats.opens++;
+    this.backoffMs = this.minBackoffMs;
+    if (this.loggedCode) this.log.info({ device: this.opts.deviceName }, `${this.kind} device is back`);
+    else this.log.info({ device: this.opts.deviceName }, `${this.kind} device open`);
+    this.loggedCode = undefined;
+    this.lastError = undefined;
+    this.setState('open');
+    const w = this.waiters;
+    this.waiters = [];
+    for (const resolve of w) resolve();
+  }
+
+  private failed(err: AudioDeviceError): void {
+    this.stats.failures++;
+    this.lastError = err;
+    if (this.state === 'closed') return;
+    if (this.loggedCode !== err.code) {
+      this.loggedCode = err.code;
+      this.log.warn(
+        { device: this.opts.deviceName, code: err.code, err: err.message },
+        `${this.kind} device unavailable (${err.code}); retrying in the background every ${this.maxBackoffMs / 1000} s at most`,
+      );
+    }
+    this.setState('retrying', err);
+    // Not unref'd: waiting for a sound card is work the process must stay alive for.
+    this.timer = setTimeout(() => void this.attempt(), this.backoffMs);
+    this.backoffMs = Math.min(this.maxBackoffMs, this.backoffMs * 2);
+  }
+
+  protected async end(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const dev = this.inner;
+    this.inner = undefined;
+    this.loggedCode = undefined;
+    this.setState('closed');
+    if (dev) await dev.stop();
+  }
+
+  private setState(s: DeviceState, err?: AudioDeviceError): void {
+    if (this.state === s && s !== 'retrying') return;
+    this.state = s;
+    this.onStateChange?.(s, err);
+  }
+}
+
+function toDeviceError(err: unknown): AudioDeviceError {
+  return err instanceof AudioDeviceError ? err : new AudioDeviceError('device_failed', String((err as Error)?.message ?? err), err);
+}
+
+/** A microphone that reopens itself. start() resolves after the first attempt, open or not. */
+export class ResilientCapture extends ResilientDevice<CaptureDevice> implements CaptureDevice {
+  private onFrame: ((frame: Int16Array, capturedAtNs: bigint) => void) | undefined;
+
+  constructor(opts: ResilientDeviceOptions) {
+    super(opts, 'microphone');
+  }
+
+  protected async openInner(): Promise<CaptureDevice> {
+    const dev = this.opts.backend.openCapture(this.opts.deviceName);
+    await dev.start((f, at) => this.onFrame?.(f, at));
+    return dev;
+  }
+
+  async start(onFrame: (frame: Int16Array, capturedAtNs: bigint) => void): Promise<void> {
+    this.onFrame = onFrame;
+    await this.begin();
+  }
+
+  async stop(): Promise<void> {
+    this.onFrame = undefined;
+    await this.end();
+  }
+}
+
+/** A speaker that reopens itself. Frames written while it is not open are dropped. */
+export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implements PlaybackDevice {
+  onHanded?: (atNs: bigint) => void;
+
+  constructor(opts: ResilientDeviceOptions) {
+    super(opts, 'speaker');
+  }
+
+  get queuedMs(): number {
+    return this.inner?.queuedMs ?? 0;
+  }
+
+  write(frame: Int16Array): void {
+    this.inner?.write(frame);
+  }
+
+  protected async openInner(): Promise<PlaybackDevice> {
+    const dev = this.opts.backend.openPlayback(this.opts.deviceName);
+    dev.onHanded = (at) => this.onHanded?.(at);
+    await dev.start();
+    return dev;
+  }
+
+  async start(): Promise<void> {
+    await this.begin();
+  }
+
+  async stop(): Promise<void> {
+    await this.end();
+  }
+}

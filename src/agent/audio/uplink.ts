@@ -1,0 +1,93 @@
+// Microphone -> wire: capture frame -> echo gate -> Opus encode -> onPacket (the call's RTP sender).
+//
+// Lifetime: the capture device stays open for the agent's whole run, across calls and reconnects (reopening
+// ALSA devices is slow and is where "Device or resource busy" happens). Between calls the call engineer's code
+// sets no sink (setSink(undefined)): frames are then dropped before encoding, which costs almost nothing.
+import type { Logger } from '../../common/logger.js';
+import { silentLogger } from '../../common/logger.js';
+import type { CaptureDevice } from './audioDevice.js';
+import type { EchoGate } from './echoGate.js';
+import { LatencyRecorder } from './latencyRecorder.js';
+import type { OpusFrameEncoder } from './opusCodec.js';
+
+export type PacketSink = (opus: Buffer, rtpSamples: 960, capturedAtNs: bigint) => void;
+
+export interface UplinkOptions {
+  capture: CaptureDevice;
+  encoder: OpusFrameEncoder;
+  echoGate: EchoGate;
+  logger?: Logger;
+}
+
+export class Uplink {
+  private readonly capture: CaptureDevice;
+  private readonly encoder: OpusFrameEncoder;
+  private readonly echoGate: EchoGate;
+  private readonly log: Logger;
+  private sink: PacketSink | undefined;
+  private running = false;
+  private sinkErrorLogged = false;
+  readonly stats = {
+    frames: 0,
+    packets: 0,
+    /** frames replaced by silence by the echo gate */
+    silenced: 0,
+    /** frames dropped because no call was there to take them */
+    droppedNoSink: 0,
+    sinkErrors: 0,
+    /** capture callback (frame delivered to JS) -> after the sink returned (packet handed to the RTP sender) */
+    micToWire: new LatencyRecorder(),
+  };
+
+  constructor(opts: UplinkOptions) {
+    this.capture = opts.capture;
+    this.encoder = opts.encoder;
+    this.echoGate = opts.echoGate;
+    this.log = opts.logger ?? silentLogger;
+  }
+
+  /** Opens the microphone. Packets go to onPacket (if given) until setSink() changes it. */
+  async start(onPacket?: PacketSink): Promise<void> {
+    if (this.running) return;
+    this.sink = onPacket;
+    await this.capture.start((frame, at) => this.onFrame(frame, at));
+    this.running = true;
+  }
+
+  /** Where packets go; undefined drops them (no call). */
+  setSink(onPacket: PacketSink | undefined): void {
+    this.sink = onPacket;
+    this.sinkErrorLogged = false;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.sink = undefined;
+    await this.capture.stop();
+  }
+
+  private onFrame(frame: Int16Array, capturedAtNs: bigint): void {
+    this.stats.frames++;
+    const sink = this.sink;
+    if (!sink) {
+      this.stats.droppedNoSink++;
+      return;
+    }
+    const gated = this.echoGate.filter(frame);
+    if (gated !== frame) this.stats.silenced++;
+    const packet = this.encoder.encode(gated);
+    try {
+      sink(packet, 960, capturedAtNs);
+    } catch (err) {
+      this.stats.sinkErrors++;
+      if (!this.sinkErrorLogged) {
+        this.sinkErrorLogged = true; // once per sink, not once per frame
+        this.log.warn({ err }, 'uplink: the packet sink failed; dropping microphone packets until the call changes');
+      }
+      return;
+    }
+    this.stats.packets++;
+    this.stats.micToWire.recordNs(process.hrtime.bigint() - capturedAtNs);
+  }
+}

@@ -1,0 +1,69 @@
+// The agent's sound path, opened once for the whole run and shared by successive calls: the audio engineer's
+// Uplink (mic -> echo gate -> Opus) and Downlink (RTP -> jitter buffer -> Opus -> speaker), wired to the
+// configured devices. Between calls the uplink has no sink, so nothing is encoded. The devices are resilient:
+// a busy, missing or failing card is reopened in the background while the call stays up.
+import type { Logger } from '../common/logger.js';
+import type { AudioBackend } from './audio/audioDevice.js';
+import { Downlink } from './audio/downlink.js';
+import { EchoGate } from './audio/echoGate.js';
+import { JitterBuffer } from './audio/jitterBuffer.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from './audio/opusCodec.js';
+import { ResilientCapture, ResilientPlayback, type DeviceState } from './audio/resilientDevice.js';
+import { Uplink } from './audio/uplink.js';
+import { AgentError } from './errors.js';
+import type { Settings } from './settings.js';
+import type { InboundRtp } from './transport/transportLayer.js';
+
+export type OpusSink = (opus: Buffer, samples: number) => void;
+
+export interface CallAudio {
+  /** where microphone packets go; undefined between calls */
+  setSink(sink: OpusSink | undefined): void;
+  /** an inbound RTP packet from the call */
+  push(packet: InboundRtp, receivedAtNs: bigint): void;
+  /** the call ended: what is buffered for the speaker is dropped */
+  resetDownlink(): void;
+  readonly uplink: Uplink;
+  readonly downlink: Downlink;
+  /** open | opening | retrying | closed, for status */
+  deviceStates(): { microphone: DeviceState; speaker: DeviceState };
+  close(): Promise<void>;
+}
+
+export async function openCallAudio(o: { backend: AudioBackend; settings: Settings['audio']; logger: Logger }): Promise<CallAudio> {
+  const echoGate = new EchoGate({ mode: o.settings.duplex === 'full' ? 'full-duplex' : 'half-duplex', tailMs: o.settings.echoTailMs });
+  const speaker = new ResilientPlayback({ backend: o.backend, deviceName: o.settings.playbackDevice, logger: o.logger });
+  const microphone = new ResilientCapture({ backend: o.backend, deviceName: o.settings.captureDevice, logger: o.logger });
+  const downlink = new Downlink({
+    playback: speaker,
+    decoder: new OpusFrameDecoder(),
+    jitter: new JitterBuffer(),
+    echoGate,
+    logger: o.logger,
+  });
+  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), echoGate, logger: o.logger });
+  try {
+    await downlink.start();
+    await uplink.start(undefined);
+  } catch (err) {
+    await uplink.stop().catch(() => undefined);
+    await downlink.stop().catch(() => undefined);
+    throw new AgentError(
+      'audio',
+      `cannot open the sound card (capture "${o.settings.captureDevice}", playback "${o.settings.playbackDevice}"): ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  return {
+    uplink,
+    downlink,
+    deviceStates: () => ({ microphone: microphone.state, speaker: speaker.state }),
+    setSink: (sink) => uplink.setSink(sink ? (opus, samples) => sink(opus, samples) : undefined),
+    push: (p, ns) => downlink.push(p, ns),
+    resetDownlink: () => downlink.resetStream(),
+    close: async () => {
+      await uplink.stop();
+      await downlink.stop();
+    },
+  };
+}

@@ -1,0 +1,47 @@
+// The call's transport, behind one small interface (like @openai/agents-realtime's transport layer): the call
+// logic (events, functions, liveness) does not know it is WebRTC. webrtcTransport.ts is the real one (werift);
+// scriptedTransport.ts drives the call logic in unit tests.
+import type { RealtimeSession } from '../../protocol/session.js';
+import type { AgentError } from '../errors.js';
+
+/** An inbound RTP packet, as Downlink.push takes it. */
+export interface InboundRtp {
+  sequenceNumber: number;
+  timestamp: number;
+  ssrc: number;
+  payload: Buffer;
+  marker: boolean;
+}
+
+export interface TransportHandlers {
+  /** a data-channel message, unparsed (the call parses it defensively) */
+  onMessage(data: string | Buffer): void;
+  /** an inbound Opus RTP packet; receivedAtNs from process.hrtime.bigint() */
+  onAudio(packet: InboundRtp, receivedAtNs: bigint): void;
+  /** any other sign of life from the peer (RTCP) */
+  onActivity(): void;
+  /** the transport is gone (ICE/DTLS failure, peer closed, data channel closed); called at most once */
+  onClosed(reason: AgentError): void;
+}
+
+export interface TransportConnectOptions {
+  session: RealtimeSession;
+  /** posts the offer to the service and returns the answer (ServiceClient.exchangeSdp) */
+  exchangeSdp(offerSdp: string): Promise<string>;
+  handlers: TransportHandlers;
+  /** aborts a connect in progress (agent stopping, connect timeout) */
+  signal?: AbortSignal;
+}
+
+export interface TransportLayer {
+  /** Resolves once media and the data channel are up; rejects with an AgentError otherwise. */
+  connect(opts: TransportConnectOptions): Promise<void>;
+  /** Sends a client event (JSON) on the data channel; false when the channel is not open. */
+  send(event: object): boolean;
+  /** Sends one Opus frame of `samples` samples (48 kHz clock). Dropped while not connected. */
+  sendAudio(opus: Buffer, samples: number): void;
+  /** Closes the call so the peer sees it go (DTLS close + SCTP abort); idempotent. */
+  close(): Promise<void>;
+}
+
+export type TransportFactory = () => TransportLayer;

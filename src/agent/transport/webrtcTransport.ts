@@ -1,0 +1,194 @@
+// The real transport: a werift peer connection with one sendrecv Opus transceiver and the 'oai-events' data
+// channel, offered by the device and answered by the service (spec section 4).
+import { randomInt } from 'node:crypto';
+import {
+  RTCPeerConnection,
+  RTCRtpCodecParameters,
+  RtpHeader,
+  RtpPacket,
+  type RTCDataChannel,
+  type RTCRtpTransceiver,
+  type RTCIceServer,
+} from 'werift';
+import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
+import { AUDIO, type IceServer } from '../../protocol/session.js';
+import { AgentError } from '../errors.js';
+import type { TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
+
+export interface WebrtcTransportOptions {
+  /** extra host addresses to gather, e.g. ['127.0.0.1'] when the server is on loopback */
+  additionalHostAddresses?: string[];
+}
+
+/** The Opus codec both peers use: 48 kHz, stereo in SDP as RFC 7587 requires, FEC on. */
+export function opusCodec(): RTCRtpCodecParameters {
+  return new RTCRtpCodecParameters({
+    mimeType: 'audio/opus',
+    clockRate: AUDIO.sampleRate,
+    channels: 2,
+    payloadType: AUDIO.opusPayloadType,
+    parameters: 'minptime=10;useinbandfec=1',
+  });
+}
+
+/** The session's ICE servers, mapped exactly: an empty list stays empty (never werift's Google STUN default). */
+export function toWeriftIceServers(servers: IceServer[]): RTCIceServer[] {
+  return servers.map((s) => ({
+    urls: [...s.urls],
+    ...(s.username ? { username: s.username } : {}),
+    ...(s.credential ? { credential: s.credential } : {}),
+  }));
+}
+
+export class WebrtcTransport implements TransportLayer {
+  private pc: RTCPeerConnection | undefined;
+  private dc: RTCDataChannel | undefined;
+  private transceiver: RTCRtpTransceiver | undefined;
+  private handlers: TransportHandlers | undefined;
+  private connected = false;
+  private closedReported = false;
+  private closing = false;
+  // Outgoing RTP state: random start values (RFC 3550), timestamps in samples of the 48 kHz clock.
+  private seq = randomInt(0, 0x10000);
+  private ts = randomInt(0, 0x1_0000_0000);
+  private first = true;
+
+  constructor(private readonly opts: WebrtcTransportOptions = {}) {}
+
+  /** The peer connection (for tests checking its configuration). */
+  get peerConnection(): RTCPeerConnection | undefined {
+    return this.pc;
+  }
+
+  async connect(o: TransportConnectOptions): Promise<void> {
+    this.handlers = o.handlers;
+    const pc = new RTCPeerConnection({
+      iceServers: toWeriftIceServers(o.session.iceServers),
+      iceAdditionalHostAddresses: this.opts.additionalHostAddresses?.length ? this.opts.additionalHostAddresses : undefined,
+      codecs: { audio: [opusCodec()], video: [] },
+    });
+    this.pc = pc;
+    const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });
+    this.transceiver = transceiver;
+    const dc = pc.createDataChannel(DATA_CHANNEL_LABEL, { ordered: true });
+    this.dc = dc;
+
+    transceiver.onTrack.subscribe((track) => {
+      track.onReceiveRtp.subscribe((rtp) => {
+        if (this.closing) return;
+        const h = rtp.header;
+        this.handlers?.onAudio(
+          { sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, ssrc: h.ssrc, payload: rtp.payload, marker: h.marker },
+          process.hrtime.bigint(),
+        );
+      });
+    });
+    transceiver.receiver.onRtcp.subscribe(() => this.handlers?.onActivity());
+    dc.onMessage.subscribe((data) => {
+      if (!this.closing) this.handlers?.onMessage(data);
+    });
+    dc.stateChanged.subscribe((state) => {
+      if (state === 'closed' && this.connected) this.reportClosed(new AgentError('call_failed', 'the peer closed the data channel'));
+    });
+    pc.connectionStateChange.subscribe((state) => {
+      if ((state === 'failed' || state === 'closed') && this.connected) {
+        this.reportClosed(new AgentError('call_failed', `the peer connection is ${state}`));
+      }
+    });
+
+    const aborted = () => new AgentError('call_failed', 'connect aborted', { cause: o.signal?.reason });
+    try {
+      await pc.setLocalDescription(await pc.createOffer());
+      if (o.signal?.aborted) throw aborted();
+      const answer = await o.exchangeSdp(pc.localDescription!.sdp);
+      if (o.signal?.aborted) throw aborted();
+      await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+      await this.waitUp(pc, dc, o.signal);
+      this.connected = true;
+    } catch (err) {
+      await this.close();
+      if (err instanceof AgentError) throw err;
+      throw new AgentError('call_failed', `WebRTC setup failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** Waits for ICE+DTLS connected and the data channel open. */
+  private waitUp(pc: RTCPeerConnection, dc: RTCDataChannel, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const subs: Array<{ unSubscribe: () => void }> = [];
+      const done = (err?: Error) => {
+        for (const s of subs) s.unSubscribe();
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(err);
+        else resolve();
+      };
+      const check = () => {
+        if (pc.connectionState === 'failed' || pc.connectionState === 'closed') {
+          done(new AgentError('call_failed', `ICE/DTLS ${pc.connectionState} while connecting`));
+        } else if (pc.connectionState === 'connected' && dc.readyState === 'open') done();
+      };
+      const onAbort = () => done(new AgentError('call_failed', 'connect aborted', { cause: signal?.reason }));
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      subs.push(pc.connectionStateChange.subscribe(check));
+      subs.push(dc.stateChanged.subscribe(check));
+      check();
+    });
+  }
+
+  send(event: object): boolean {
+    const dc = this.dc;
+    if (!dc || dc.readyState !== 'open' || this.closing) return false;
+    try {
+      dc.send(JSON.stringify(event));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  sendAudio(opus: Buffer, samples: number): void {
+    if (!this.connected || this.closing) return;
+    const header = new RtpHeader({
+      payloadType: AUDIO.opusPayloadType,
+      sequenceNumber: this.seq,
+      timestamp: this.ts,
+      marker: this.first,
+    });
+    this.first = false;
+    this.seq = (this.seq + 1) & 0xffff;
+    this.ts = (this.ts + samples) >>> 0;
+    // sendRtp only rejects if the DTLS transport broke mid-send: the connection-state handler reports that.
+    this.transceiver!.sender.sendRtp(new RtpPacket(header, opus)).catch(() => undefined);
+  }
+
+  private reportClosed(reason: AgentError): void {
+    if (this.closedReported || this.closing) return;
+    this.closedReported = true;
+    this.handlers?.onClosed(reason);
+  }
+
+  private closePromise: Promise<void> | undefined;
+
+  /** Idempotent: every caller waits for the same close. */
+  close(): Promise<void> {
+    this.closePromise ??= this.doClose();
+    return this.closePromise;
+  }
+
+  private async doClose(): Promise<void> {
+    this.closing = true;
+    const pc = this.pc;
+    this.handlers = undefined;
+    if (!pc) return;
+    // werift's pc.close() tears DTLS down before SCTP, so its SCTP ABORT is never sent and the server would
+    // only notice after its consent timeout (~30 s). Stopping SCTP first sends the ABORT while DTLS is up:
+    // the server sees the device go at once. Bounded so a stuck socket cannot hang stop().
+    const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())]);
+    await bounded(pc.sctpTransport?.stop() ?? Promise.resolve());
+    await bounded(pc.close());
+    this.pc = undefined;
+    this.dc = undefined;
+    this.transceiver = undefined;
+  }
+}

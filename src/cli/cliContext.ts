@@ -1,0 +1,77 @@
+// What commands share: the loaded settings, the identity, a client for the service, the audio backend and
+// the mixer, each built on demand so a command only pays for (and only fails on) what it uses.
+import { mkdir } from 'node:fs/promises';
+import { loadIdentity, type Identity } from '../agent/identity.js';
+import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
+import { loadSettings, openConfigStore, requireServerSettings, type LoadedSettings, type Settings } from '../agent/settings.js';
+import { ServiceClient } from '../agent/serviceClient.js';
+import type { AudioBackend } from '../agent/audio/audioDevice.js';
+import type { Logger } from '../common/logger.js';
+
+export function settings(): LoadedSettings {
+  return loadSettings();
+}
+
+export interface ServiceAccess {
+  loaded: LoadedSettings;
+  identity: Identity;
+  client: ServiceClient;
+}
+
+/** Settings + identity + a ServiceClient; AgentError config_invalid / identity_missing when not enrolled. */
+export async function serviceAccess(loaded: LoadedSettings = settings()): Promise<ServiceAccess> {
+  requireServerSettings(loaded.settings);
+  const { identity } = await loadIdentity(loaded.stateDir);
+  const s = loaded.settings.server;
+  const client = new ServiceClient({
+    baseUrl: s.url,
+    credentials: { workspaceKey: s.workspaceKey, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: s.appSource },
+    timeoutMs: s.requestTimeoutMs,
+  });
+  return { loaded, identity, client };
+}
+
+/** The PortAudio backend, loaded lazily: the native addon costs ~100 ms and is not needed by every command. */
+export async function audioBackend(): Promise<AudioBackend> {
+  const { PortAudioBackend } = await import('../agent/audio/portAudioBackend.js');
+  return new PortAudioBackend();
+}
+
+/** The mixer named by the settings (card + control; control found automatically when unset). */
+export async function openMixer(s: Settings): Promise<AmixerMixer> {
+  return new AmixerMixer({ card: s.mixer.card, control: s.mixer.control });
+}
+
+/**
+ * Whether the user configured a server: config.json has server.url, or SPEAKER_AGENT_SERVER_URL / a
+ * workspace key is set. Without one, `run` starts a local companion server instead.
+ */
+export function isServerConfigured(loaded: LoadedSettings, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.SPEAKER_AGENT_SERVER_URL || loaded.settings.server.workspaceKey) return true;
+  return openConfigStore(loaded.configDir).get('server.url') !== undefined;
+}
+
+export interface LocalCompanion {
+  url: string;
+  workspaceKey: string;
+  workspaceName: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A companion server in this process on 127.0.0.1 (an ephemeral port unless SPEAKER_AGENT_COMPANION_PORT is
+ * set), with the default workspace (its key kept in <dataDir>/default-workspace.key), for `run` when no
+ * server is configured.
+ */
+export async function startLocalCompanion(dataDir: string, logger: Logger): Promise<LocalCompanion> {
+  const [{ loadCompanionSettings }, { startCompanionServer }, { seedDefaults, DEFAULT_WORKSPACE_NAME }] = await Promise.all([
+    import('../companion/settings.js'),
+    import('../companion/server.js'),
+    import('../companion/admin.js'),
+  ]);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const seed = seedDefaults(dataDir);
+  const cs = loadCompanionSettings({ host: '127.0.0.1', dataDir, ...(process.env.SPEAKER_AGENT_COMPANION_PORT ? {} : { port: 0 }) });
+  const server = await startCompanionServer(cs, { logger: logger.child({ component: 'companion' }) });
+  return { url: server.url, workspaceKey: seed.key, workspaceName: DEFAULT_WORKSPACE_NAME, close: () => server.close() };
+}

@@ -1,0 +1,36 @@
+// `speaker-agent run`: the daemon. On an installed speaker it runs the configured agent under systemd.
+// On a machine with nothing set up it brings what is missing: a local companion server (no server
+// configured) and the virtual sound card (no sound card, no sound server). `--demo` adds a scripted user.
+// The implementation (src/cli/runAgent.ts) is loaded only when the command runs: WebRTC is heavy to import.
+import type { Command } from 'commander';
+import type { RunOptions } from '../runAgent.js';
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('run the agent (the daemon): keep a call with the assistant up, play and record through the sound card')
+    .option('--demo', 'scripted user: says "set the volume to forty percent", shows the conversation, exits 0 when the assistant replied (the default with --conversation on the virtual sound card)')
+    .option('--no-demo', 'no scripted user, even on the virtual sound card')
+    .option('--conversation', 'show the conversation on the terminal (logs go to stderr)')
+    .option('--no-companion', 'never start a local companion server, even when no server is configured')
+    .option('--virtual-audio <mode>', 'auto (when there is no sound card) | always | never', 'auto')
+    .option('--demo-timeout <s>', 'seconds the demo may take', (v) => Number(v), 90)
+    .addHelpText(
+      'after',
+      `
+Without a configured server (no config.json server.url, no SPEAKER_AGENT_SERVER_URL) a companion server
+is started in this process with a default workspace, and the agent enrolls against it. Without a sound card
+(no ALSA card, no PulseAudio/PipeWire) the virtual sound card (scripts/virtual-audio.sh) is started.
+Under systemd (Type=notify) it sends READY=1 once running, WATCHDOG=1 while healthy, STOPPING=1 on SIGTERM.
+
+Examples:
+  speaker-agent run --demo             # the whole thing on any machine, then exit
+  speaker-agent run --conversation     # keep running and show what is said
+  systemctl start speaker-agent        # how an installed speaker runs it`,
+    )
+    .action(async (o: RunOptions) => {
+      const { runAgent } = await import('../runAgent.js');
+      process.exitCode = await runAgent(o);
+    });
+}
+

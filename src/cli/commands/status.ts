@@ -1,0 +1,40 @@
+// `speaker-agent status`: the running daemon's state, read from its status socket.
+import type { Command } from 'commander';
+import { statusSocketCandidates } from '../../agent/statusServer.js';
+import type { DaemonStatus } from '../daemonStatus.js';
+import { settings } from '../cliContext.js';
+import { emit, formatDuration } from '../output.js';
+import { readStatus } from '../statusClient.js';
+
+function human(s: DaemonStatus, socketPath: string): string {
+  const since = (iso: string | null) => (iso ? `${formatDuration(Date.now() - Date.parse(iso))} ago` : '-');
+  const lines = [
+    `call:        ${s.state}${s.state === 'connected' ? ` (call ${s.callId}, up ${since(s.connectedSince).replace(' ago', '')})` : ''}`,
+    `server:      ${s.server}${s.companion ? ' (local companion server)' : ''}`,
+    `client id:   ${s.clientId}`,
+    `secret:      ${s.secretFingerprint}`,
+    `volume:      ${s.volume ? `${s.volume.volumePercent}%${s.volume.muted ? ' (muted)' : ''}` : 'unknown'}`,
+    `uptime:      ${formatDuration(s.uptimeMs)}   pid ${s.pid}   rss ${(s.rssBytes / 1048576).toFixed(0)} MB   v${s.version}`,
+    `reconnects:  ${s.reconnects}`,
+  ];
+  if (s.state === 'backoff' && s.nextAttemptAt) lines.push(`next try:    in ${formatDuration(Math.max(0, Date.parse(s.nextAttemptAt) - Date.now()))}`);
+  if (s.lastError) lines.push(`last error:  ${s.lastError.code}: ${s.lastError.message} (${since(s.lastError.at)})`);
+  lines.push(s.lastTranscripts.length ? 'transcripts:' : 'transcripts: none yet');
+  for (const t of s.lastTranscripts.slice(-8)) lines.push(`  ${t.at.slice(11, 19)} ${t.role === 'user' ? 'you      ' : 'assistant'}  ${t.text}`);
+  lines.push(`(from ${socketPath})`);
+  return lines.join('\n');
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description('show the running agent: call state, server, identity, volume, uptime, last transcripts')
+    .option('--json', 'print the daemon\'s status as JSON')
+    .option('--socket <path>', 'status socket of the daemon (default: found automatically)')
+    .addHelpText('after', '\nExamples:\n  speaker-agent status\n  sudo speaker-agent status --json | jq .state')
+    .action(async (o: { json?: boolean; socket?: string }) => {
+      const candidates = o.socket ? [o.socket] : statusSocketCandidates(settings().stateDir);
+      const { socketPath, status } = await readStatus(candidates);
+      emit(o, status as DaemonStatus, (s) => human(s, socketPath));
+    });
+}

@@ -1,0 +1,107 @@
+// The daemon around a SpeakerAgent: systemd notification (READY once running, WATCHDOG pings from the
+// main loop while it is healthy, STOPPING on shutdown), the status socket, and a clean, bounded shutdown on
+// SIGTERM/SIGINT (the call is closed so the server sees the peer go; the process is gone within 2 s).
+import type { SpeakerAgent } from '../agent/agent.js';
+import { startStatusServer, type StatusServer } from '../agent/statusServer.js';
+import type { Logger } from '../common/logger.js';
+import { createSdNotifier, startWatchdog, type SdNotifier } from '../common/sdNotify.js';
+import type { DaemonStatus } from './daemonStatus.js';
+
+/** Shutdown must finish within this; the unit's TimeoutStopSec (5 s) is the backstop. */
+export const STOP_DEADLINE_MS = 1800;
+
+export interface DaemonOptions {
+  agent: SpeakerAgent;
+  logger: Logger;
+  version: string;
+  statusSocket: string;
+  companion: { url: string; close(): Promise<void> } | null;
+  audio: 'system' | 'virtual';
+  /** extra cleanup after the agent stopped (virtual sound card...) */
+  onStopped?: () => Promise<void>;
+}
+
+export interface Daemon {
+  notifier: SdNotifier;
+  /** resolves with the exit code once the daemon has shut down */
+  done: Promise<number>;
+  shutdown(reason: string, code?: number): Promise<number>;
+}
+
+export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
+  const log = o.logger;
+  const notifier = createSdNotifier(process.env, {
+    onError: (err) => log.warn({ err: err.message }, 'sd_notify failed'),
+  });
+  const t0 = performance.now();
+  let watchdog: { stop(): void; readonly pings: number } | undefined;
+  let statusServer: StatusServer | undefined;
+
+  const snapshot = (): DaemonStatus => ({
+    ...o.agent.snapshot(),
+    pid: process.pid,
+    version: o.version,
+    uptimeMs: Math.round(process.uptime() * 1000),
+    rssBytes: process.memoryUsage.rss(),
+    watchdogPings: watchdog?.pings ?? 0,
+    companion: o.companion ? { url: o.companion.url } : null,
+    audio: o.audio,
+  });
+
+  let resolveDone!: (code: number) => void;
+  const done = new Promise<number>((r) => (resolveDone = r));
+  let stopping: Promise<number> | undefined;
+
+  const shutdown = (reason: string, code = 0): Promise<number> => {
+    if (stopping) return stopping;
+    stopping = (async () => {
+      log.info({ reason }, 'shutting down');
+      notifier.stopping(`stopping: ${reason}`);
+      watchdog?.stop();
+      // A stuck close must not keep systemd waiting: exit anyway at the deadline.
+      const deadline = setTimeout(() => {
+        log.error({ afterMs: STOP_DEADLINE_MS }, 'shutdown took too long; exiting now');
+        process.exit(code || 1);
+      }, STOP_DEADLINE_MS);
+      deadline.unref();
+      try {
+        await o.agent.stop();
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'stopping the agent failed');
+      }
+      await statusServer?.close().catch(() => undefined);
+      await o.companion?.close().catch((err: Error) => log.warn({ err: err.message }, 'closing the companion server failed'));
+      await o.onStopped?.().catch(() => undefined);
+      notifier.close();
+      clearTimeout(deadline);
+      resolveDone(code);
+      return code;
+    })();
+    return stopping;
+  };
+
+  const onSignal = (sig: NodeJS.Signals) => void shutdown(sig);
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  process.once('SIGHUP', onSignal);
+
+  o.agent.on('state', (state: string) => {
+    notifier.status(state === 'connected' ? `call connected to ${o.agent.snapshot().server}` : `call ${state}`);
+  });
+
+  statusServer = await startStatusServer({ socketPath: o.statusSocket, snapshot, mode: 0o660 });
+  await o.agent.start(); // opens the sound card: an AgentError('audio') here is a start failure
+  const readyMs = performance.now() - t0;
+  notifier.ready(`running; connecting to ${o.agent.snapshot().server}`);
+  log.info({ readyMs: Math.round(readyMs), statusSocket: statusServer.socketPath, systemd: notifier.enabled }, 'agent running');
+
+  if (notifier.watchdogIntervalMs) {
+    watchdog = startWatchdog(notifier, {
+      intervalMs: notifier.watchdogIntervalMs,
+      // Pings stop when the loop is blocked (the timer cannot fire) or badly lagging, and while the agent
+      // has stopped keeping its call up (the reconnect loop ended): systemd then restarts us.
+      isHealthy: () => o.agent.snapshot().state !== 'stopped',
+    });
+  }
+  return { notifier, done, shutdown };
+}

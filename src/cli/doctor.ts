@@ -1,0 +1,416 @@
+// `speaker-agent doctor`: every check a support engineer would ask for, each with the fix for its failure.
+// Checks are independent functions returning a CheckResult; the ones that need nothing from each other run
+// concurrently (sound card checks in one lane, server checks in another) so the whole run takes seconds.
+import { promises as fs } from 'node:fs';
+import { createRequire } from 'node:module';
+import { type AudioBackend } from '../agent/audio/audioDevice.js';
+import { Call } from '../agent/call.js';
+import { AgentError } from '../agent/errors.js';
+import { fingerprint, identityPath, loadIdentity, type Identity } from '../agent/identity.js';
+import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
+import { MixerError } from '../agent/mixer/mixer.js';
+import { ServiceClient } from '../agent/serviceClient.js';
+import { isLoopbackUrl, loadSettings, type LoadedSettings } from '../agent/settings.js';
+import { statusSocketCandidates } from '../agent/statusServer.js';
+import { WebrtcTransport } from '../agent/transport/webrtcTransport.js';
+import { silentLogger } from '../common/logger.js';
+import { readStatus } from './statusClient.js';
+
+export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
+
+export interface CheckResult {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  /** what to do about a failure or warning */
+  fix?: string;
+  /** exit-code category when it fails */
+  category?: 'config' | 'auth' | 'network' | 'audio' | 'other';
+  ms: number;
+}
+
+export interface DoctorOptions {
+  /** skip the realtime call (ICE/data channel) check */
+  skipCall?: boolean;
+  /** how long the microphone is sampled */
+  micMs?: number;
+  backend?: () => Promise<AudioBackend>;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  checks: CheckResult[];
+  ms: number;
+}
+
+const require = createRequire(import.meta.url);
+/** samples this close to zero for the whole window = the microphone delivers digital silence */
+const DIGITAL_SILENCE_DBFS = -90;
+
+type Check = () => Promise<Omit<CheckResult, 'ms'>>;
+
+async function timed(name: string, check: Check): Promise<CheckResult> {
+  const t0 = performance.now();
+  try {
+    const r = await check();
+    return { ...r, ms: Math.round(performance.now() - t0) };
+  } catch (err) {
+    return { name, status: 'fail', detail: `check crashed: ${(err as Error).message}`, category: 'other', ms: Math.round(performance.now() - t0) };
+  }
+}
+
+export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport> {
+  const t0 = performance.now();
+  const results: CheckResult[] = [];
+
+  // --- configuration and identity (everything else depends on these) ---
+  let loaded: LoadedSettings | undefined;
+  results.push(
+    await timed('config', async () => {
+      try {
+        loaded = loadSettings();
+      } catch (err) {
+        return { name: 'config', status: 'fail', detail: (err as Error).message, fix: 'fix the file (it is JSON) or remove it and run `speaker-agent enroll`', category: 'config' };
+      }
+      const s = loaded.settings.server;
+      if (!s.workspaceKey) {
+        return {
+          name: 'config',
+          status: 'fail',
+          detail: `${loaded.configPath}: valid, but no workspace key (server ${s.url})`,
+          fix: 'speaker-agent enroll --server-url URL --workspace-key KEY (the key is in the dashboard, workspace settings)',
+          category: 'config',
+        };
+      }
+      return { name: 'config', status: 'pass', detail: `${loaded.configPath}: server ${s.url}` };
+    }),
+  );
+
+  let identity: Identity | undefined;
+  results.push(
+    await timed('identity', async () => {
+      if (!loaded) return { name: 'identity', status: 'skip', detail: 'needs a valid config' };
+      const file = identityPath(loaded.stateDir);
+      let mode: number;
+      try {
+        mode = (await fs.stat(file)).mode & 0o777;
+      } catch {
+        return { name: 'identity', status: 'fail', detail: `no identity at ${file}`, fix: 'speaker-agent enroll', category: 'config' };
+      }
+      if (mode !== 0o600) {
+        return {
+          name: 'identity',
+          status: 'fail',
+          detail: `${file} has mode 0${mode.toString(8)}: the secret is readable by others`,
+          fix: `chmod 600 ${file}   (the agent also tightens it when it starts)`,
+          category: 'config',
+        };
+      }
+      try {
+        identity = (await loadIdentity(loaded.stateDir)).identity;
+      } catch (err) {
+        return { name: 'identity', status: 'fail', detail: (err as Error).message, fix: 'restore identity.json from a backup (see the message)', category: 'config' };
+      }
+      return { name: 'identity', status: 'pass', detail: `client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}, mode 0600` };
+    }),
+  );
+
+  // --- runtime ---
+  results.push(await timed('node', checkNode));
+  const addons = await Promise.all([
+    timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', (m) => (m as { getDevices(): unknown[] }).getDevices().length + ' devices')),
+    timed('addon: Opus', async () =>
+      addon('addon: Opus', '@discordjs/opus', (m) => {
+        const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(48_000, 1);
+        return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(1920)).length} bytes`;
+      }),
+    ),
+  ]);
+  results.push(...addons);
+
+  const daemonRunning = await readStatus(loaded ? statusSocketCandidates(loaded.stateDir) : [], 1000).then(
+    (r) => r.socketPath,
+    () => undefined,
+  );
+
+  // --- sound card lane and server lane, concurrently ---
+  const audioLane = async (): Promise<CheckResult[]> => {
+    if (!loaded) return [];
+    const a = loaded.settings.audio;
+    const backend = await (opts.backend ?? defaultBackend)().catch(() => undefined);
+    const out: CheckResult[] = [];
+    out.push(await timed('capture', () => checkCapture(backend, a.captureDevice, opts.micMs ?? 800, daemonRunning)));
+    out.push(await timed('playback', () => checkPlayback(backend, a.playbackDevice, daemonRunning)));
+    out.push(await timed('mixer', () => checkMixer(loaded!)));
+    return out;
+  };
+  const serverLane = async (): Promise<CheckResult[]> => {
+    if (!loaded || !loaded.settings.server.workspaceKey) return [];
+    const out: CheckResult[] = [];
+    let serverDate: string | null = null;
+    const reach = await timed('server reachable', async () => {
+      const r = await checkReachable(loaded!.settings.server.url, loaded!.settings.server.requestTimeoutMs);
+      serverDate = r.date;
+      return r.result;
+    });
+    out.push(reach);
+    out.push(await timed('clock', async () => checkClock(serverDate)));
+    if (reach.status !== 'pass' || !identity) return out;
+    const s = loaded.settings;
+    const client = new ServiceClient({
+      baseUrl: s.server.url,
+      credentials: { workspaceKey: s.server.workspaceKey, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: s.server.appSource },
+      timeoutMs: s.server.requestTimeoutMs,
+    });
+    const auth = await timed('device headers (TOFU)', () => checkAuth(client));
+    out.push(auth);
+    if (auth.status === 'pass' && !opts.skipCall) out.push(await timed('realtime call', () => checkCall(client, loaded!)));
+    return out;
+  };
+  const [audio, server] = await Promise.all([audioLane(), serverLane()]);
+  results.push(...audio, ...server);
+  results.push({
+    name: 'agent service',
+    status: daemonRunning ? 'pass' : 'warn',
+    detail: daemonRunning ? `running (status socket ${daemonRunning})` : 'not running',
+    fix: daemonRunning ? undefined : 'systemctl start speaker-agent   (or: speaker-agent run)',
+    ms: 0,
+  });
+
+  return { ok: results.every((r) => r.status !== 'fail'), checks: results, ms: Math.round(performance.now() - t0) };
+}
+
+async function defaultBackend(): Promise<AudioBackend> {
+  const { PortAudioBackend } = await import('../agent/audio/portAudioBackend.js');
+  return new PortAudioBackend();
+}
+
+async function checkNode(): Promise<Omit<CheckResult, 'ms'>> {
+  const [maj, min] = process.versions.node.split('.').map(Number);
+  const ok = maj > 20 || (maj === 20 && min >= 10);
+  return ok
+    ? { name: 'node', status: 'pass', detail: `Node ${process.versions.node} on ${process.arch}` }
+    : { name: 'node', status: 'fail', detail: `Node ${process.versions.node} is too old`, fix: 'install Node 20.10 or newer', category: 'other' };
+}
+
+function addon(name: string, id: string, probe: (m: unknown) => string): Omit<CheckResult, 'ms'> {
+  try {
+    return { name, status: 'pass', detail: `${id}: ${probe(require(id))}` };
+  } catch (err) {
+    return {
+      name,
+      status: 'fail',
+      detail: `${id} does not load: ${(err as Error).message.split('\n')[0]}`,
+      fix: 'reinstall the project dependencies: npm ci --omit=dev (needs portaudio19-dev, python3, make, g++)',
+      category: 'audio',
+    };
+  }
+}
+
+function busyBecauseOfDaemon(err: unknown, daemon: string | undefined): boolean {
+  return Boolean(daemon) && /busy|unavailable/i.test(String((err as Error).message));
+}
+
+async function checkCapture(backend: AudioBackend | undefined, device: string, ms: number, daemon: string | undefined): Promise<Omit<CheckResult, 'ms'>> {
+  if (!backend) return { name: 'capture', status: 'skip', detail: 'the audio addon does not load' };
+  const fix = 'speaker-agent devices   (then set audio.captureDevice in config.json or SPEAKER_AGENT_CAPTURE_DEVICE)';
+  let frames = 0;
+  let sum = 0;
+  let samples = 0;
+  try {
+    const cap = backend.openCapture(device);
+    let failure: Error | undefined;
+    cap.onError = (e) => (failure = e);
+    let first: (() => void) | undefined;
+    const flowing = new Promise<void>((r) => (first = r));
+    await cap.start((f) => {
+      frames++;
+      for (let i = 0; i < f.length; i++) sum += f[i] * f[i];
+      samples += f.length;
+      first?.();
+    });
+    // Sound servers take up to ~1 s before audio flows on a new stream: measure from the first frame.
+    const started = await Promise.race([flowing.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 2500))]);
+    if (started) await new Promise((r) => setTimeout(r, ms));
+    await cap.stop();
+    if (failure) throw failure;
+  } catch (err) {
+    if (busyBecauseOfDaemon(err, daemon)) return { name: 'capture', status: 'pass', detail: `${device}: in use by the running agent` };
+    return { name: 'capture', status: 'fail', detail: (err as Error).message, fix, category: 'audio' };
+  }
+  if (frames === 0) return { name: 'capture', status: 'fail', detail: `${device} opened but delivered no audio in 2.5 s`, fix, category: 'audio' };
+  const rms = Math.sqrt(sum / samples);
+  const db = rms > 0 ? 20 * Math.log10(rms / 32768) : -Infinity;
+  if (db < DIGITAL_SILENCE_DBFS) {
+    return {
+      name: 'capture',
+      status: 'fail',
+      detail: `${device} delivers digital silence (${Number.isFinite(db) ? db.toFixed(1) : '-inf'} dBFS over ${frames} frames)`,
+      fix: 'is a microphone connected, and its capture switch on and level up? (alsamixer -V capture)',
+      category: 'audio',
+    };
+  }
+  return { name: 'capture', status: 'pass', detail: `${device}: ${frames} frames, level ${db.toFixed(1)} dBFS` };
+}
+
+async function checkPlayback(backend: AudioBackend | undefined, device: string, daemon: string | undefined): Promise<Omit<CheckResult, 'ms'>> {
+  if (!backend) return { name: 'playback', status: 'skip', detail: 'the audio addon does not load' };
+  try {
+    const pb = backend.openPlayback(device);
+    let failure: Error | undefined;
+    pb.onError = (e) => (failure = e);
+    await pb.start();
+    const silence = new Int16Array(960);
+    for (let i = 0; i < 5; i++) {
+      pb.write(silence);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await pb.stop();
+    if (failure) throw failure;
+  } catch (err) {
+    if (busyBecauseOfDaemon(err, daemon)) return { name: 'playback', status: 'pass', detail: `${device}: in use by the running agent` };
+    return {
+      name: 'playback',
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: 'speaker-agent devices   (then set audio.playbackDevice in config.json or SPEAKER_AGENT_PLAYBACK_DEVICE)',
+      category: 'audio',
+    };
+  }
+  return { name: 'playback', status: 'pass', detail: `${device}: opened, 100 ms of silence played` };
+}
+
+async function checkMixer(loaded: LoadedSettings): Promise<Omit<CheckResult, 'ms'>> {
+  const m = loaded.settings.mixer;
+  const mixer = new AmixerMixer({ card: m.card, control: m.control });
+  try {
+    const before = await mixer.get();
+    // set a different level, read it back, restore: proves the control is writable, not just readable
+    const probe = before.volumePercent >= 50 ? before.volumePercent - 7 : before.volumePercent + 7;
+    const during = await mixer.setVolume(probe);
+    const after = await mixer.setVolume(before.volumePercent);
+    if (Math.abs(during.volumePercent - probe) > 3) {
+      return {
+        name: 'mixer',
+        status: 'fail',
+        detail: `${mixer.description}: set ${probe}%, read back ${during.volumePercent}%`,
+        fix: 'choose another control: set mixer.control (amixer -c CARD scontrols lists them)',
+        category: 'audio',
+      };
+    }
+    return { name: 'mixer', status: 'pass', detail: `${mixer.description}: writable (set ${probe}%, restored ${after.volumePercent}%${before.muted ? ', muted' : ''})` };
+  } catch (err) {
+    let controls = '';
+    if (err instanceof MixerError && err.code === 'control_not_found') {
+      controls = await mixer
+        .listControls()
+        .then((cs) => cs.filter((c) => c.hasPlaybackVolume).map((c) => c.name).join(', '))
+        .catch(() => '');
+    }
+    return {
+      name: 'mixer',
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: controls
+        ? `set mixer.control to one of: ${controls}   (config.json or SPEAKER_AGENT_MIXER_CONTROL)`
+        : 'check mixer.card (aplay -l lists cards) and mixer.control (amixer -c CARD scontrols)',
+      category: 'audio',
+    };
+  }
+}
+
+async function checkReachable(url: string, timeoutMs: number): Promise<{ result: Omit<CheckResult, 'ms'>; date: string | null }> {
+  try {
+    const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(Math.min(timeoutMs, 4000)) });
+    await res.arrayBuffer().catch(() => undefined);
+    return { result: { name: 'server reachable', status: 'pass', detail: `${url} answers (HTTP ${res.status})` }, date: res.headers.get('date') };
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    return {
+      result: {
+        name: 'server reachable',
+        status: 'fail',
+        detail: `${url}: ${e.name === 'TimeoutError' ? 'no answer' : (e.cause?.code ?? e.message)}`,
+        fix: 'is the server URL right (server.url) and the server up? check the network (ping, DNS, firewall)',
+        category: 'network',
+      },
+      date: null,
+    };
+  }
+}
+
+function checkClock(serverDate: string | null): Omit<CheckResult, 'ms'> {
+  const now = Date.now();
+  if (new Date(now).getUTCFullYear() < 2024) {
+    return { name: 'clock', status: 'fail', detail: `system time ${new Date(now).toISOString()} is in the past`, fix: 'enable time sync: timedatectl set-ntp true', category: 'other' };
+  }
+  const server = serverDate ? Date.parse(serverDate) : NaN;
+  if (!Number.isFinite(server)) return { name: 'clock', status: 'pass', detail: `${new Date(now).toISOString()} (server sent no Date to compare)` };
+  const skew = Math.round((now - server) / 1000);
+  if (Math.abs(skew) > 60) {
+    return {
+      name: 'clock',
+      status: 'fail',
+      detail: `${skew > 0 ? 'ahead of' : 'behind'} the server by ${Math.abs(skew)} s (TLS and signed URLs need a correct clock)`,
+      fix: 'enable time sync: timedatectl set-ntp true',
+      category: 'other',
+    };
+  }
+  return { name: 'clock', status: 'pass', detail: `within ${Math.abs(skew)} s of the server` };
+}
+
+async function checkAuth(client: ServiceClient): Promise<Omit<CheckResult, 'ms'>> {
+  try {
+    const r = await client.requestApp('GET', '/v1/app/voices');
+    const n = (r.json as { voices?: unknown[] } | undefined)?.voices?.length ?? 0;
+    return { name: 'device headers (TOFU)', status: 'pass', detail: `accepted: this device's secret is the enrolled one (${n} voices visible)` };
+  } catch (err) {
+    const e = err instanceof AgentError ? err : new AgentError('internal', String(err));
+    if (e.code === 'auth_rejected') {
+      return {
+        name: 'device headers (TOFU)',
+        status: 'fail',
+        detail: e.message,
+        fix:
+          'the server knows this client id with a different secret (trust on first use) or the workspace key is wrong: ' +
+          'restore identity.json from a backup, or have the workspace admin reset this client, then `speaker-agent enroll --reset-identity`',
+        category: 'auth',
+      };
+    }
+    return { name: 'device headers (TOFU)', status: 'fail', detail: e.message, fix: 'see the server logs', category: e.code === 'network' ? 'network' : 'other' };
+  }
+}
+
+async function checkCall(client: ServiceClient, loaded: LoadedSettings): Promise<Omit<CheckResult, 'ms'>> {
+  const s = loaded.settings;
+  const loopback = s.call.loopbackCandidates === 'always' || (s.call.loopbackCandidates === 'auto' && isLoopbackUrl(s.server.url));
+  const call = new Call({
+    client,
+    transport: new WebrtcTransport({ additionalHostAddresses: loopback ? ['127.0.0.1'] : undefined }),
+    mixer: new AmixerMixer({ card: s.mixer.card, control: s.mixer.control }),
+    logger: silentLogger,
+    hooks: { onAudio: () => {}, onTranscript: () => {}, onFunction: () => {} },
+    livenessTimeoutMs: s.call.livenessTimeoutMs,
+    connectTimeoutMs: Math.min(s.call.connectTimeoutMs, 8000),
+  });
+  const t0 = performance.now();
+  try {
+    await call.connect();
+    const ms = Math.round(performance.now() - t0);
+    return { name: 'realtime call', status: 'pass', detail: `session ${call.sessionId}: ICE + DTLS + data channel up in ${ms} ms` };
+  } catch (err) {
+    const e = err instanceof AgentError ? err : new AgentError('call_failed', String(err));
+    return {
+      name: 'realtime call',
+      status: 'fail',
+      detail: e.message,
+      fix:
+        e.code === 'auth_rejected'
+          ? 'the server rejects this device for calls: see the TOFU fix above'
+          : 'ICE failed: UDP to the server blocked? behind NAT without a TURN server in the session\'s iceServers?',
+      category: e.code === 'auth_rejected' ? 'auth' : 'network',
+    };
+  } finally {
+    await call.close();
+  }
+}

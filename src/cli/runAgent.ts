@@ -1,0 +1,99 @@
+// The `run` command's work: sound (real or virtual), server (configured or a local companion), identity,
+// mixer, the SpeakerAgent inside the daemon wrapper, and the --demo script.
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { SpeakerAgent } from '../agent/agent.js';
+import { AgentError } from '../agent/errors.js';
+import { ensureIdentity, fingerprint, loadIdentity } from '../agent/identity.js';
+import { loadSettings, requireServerSettings, type Settings } from '../agent/settings.js';
+import { statusSocketCandidates } from '../agent/statusServer.js';
+import { createLogger } from '../common/logger.js';
+import { audioBackend, isServerConfigured, openMixer, startLocalCompanion } from './cliContext.js';
+import { attachConversationPrinter, describeFunction } from './conversation.js';
+import { startDaemon } from './daemon.js';
+import { runDemo } from './demo.js';
+import { hasSoundSystem, startVirtualAudio } from './localSetup.js';
+import { printLine } from './output.js';
+import { stdoutFd } from './stdio.js';
+
+export interface RunOptions {
+  demo?: boolean;
+  conversation?: boolean;
+  companion: boolean;
+  virtualAudio: 'auto' | 'always' | 'never';
+  demoTimeout: number;
+}
+
+export async function runAgent(o: RunOptions): Promise<number> {
+  const human = Boolean(o.demo || o.conversation);
+  // The conversation owns stdout; logs (JSON) go to stderr, quieter unless asked.
+  const logger = createLogger(
+    human ? { destination: 2, level: (process.env.SPEAKER_AGENT_LOG_LEVEL as 'warn' | undefined) ?? 'warn' } : { destination: stdoutFd() },
+  );
+  const print = human ? printLine : () => {};
+  const loaded = loadSettings();
+  let settings: Settings = loaded.settings;
+  const version = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+
+  // 1. sound: the real card, or the virtual one
+  let audioKind: 'system' | 'virtual' = 'system';
+  if (o.virtualAudio === 'always' || (o.virtualAudio === 'auto' && !hasSoundSystem())) {
+    // Left running at exit (like a user's sound server): stopping it under the process's own PulseAudio
+    // client threads can hang the exit, and the next run reuses it.
+    const dir = process.env.SPEAKER_AGENT_PULSE_DIR ?? path.join(os.tmpdir(), `speaker-agent-pulse-${process.getuid?.() ?? 0}`);
+    const va = await startVirtualAudio(dir);
+    audioKind = 'virtual';
+    print(`audio     no sound card here: using the virtual sound card (PulseAudio, ${va.env.PULSE_SERVER})`);
+    // Nobody can speak into a virtual microphone: on the README's first command (`npm start`, which shows the
+    // conversation) the scripted user speaks, so a fresh machine shows a whole exchange. --no-demo keeps it quiet.
+    if (o.conversation && o.demo === undefined && o.virtualAudio === 'auto') {
+      o.demo = true;
+      print('demo      a scripted user will speak into the virtual microphone (--no-demo to just run)');
+    }
+  }
+
+  // 2. server: the configured one, or a local companion server with a default workspace
+  let companion: Awaited<ReturnType<typeof startLocalCompanion>> | null = null;
+  if (!isServerConfigured(loaded)) {
+    if (!o.companion) {
+      throw new AgentError('config_invalid', 'no server configured: run `speaker-agent enroll --server-url URL` (or drop --no-companion)');
+    }
+    companion = await startLocalCompanion(path.join(loaded.stateDir, 'companion'), logger);
+    settings = { ...settings, server: { ...settings.server, url: companion.url, workspaceKey: companion.workspaceKey } };
+    print(`server    no server configured: started a local companion server at ${companion.url} (workspace "${companion.workspaceName}")`);
+  }
+  requireServerSettings(settings);
+
+  // 3. identity: created on first run against the local companion; otherwise `enroll` must have run
+  const identity = companion ? (await ensureIdentity(loaded.stateDir)).identity : (await loadIdentity(loaded.stateDir)).identity;
+  print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
+
+  const mixer = await openMixer(settings);
+  const agent = new SpeakerAgent({ settings, identity, audio: await audioBackend(), mixer, logger });
+  if (human) attachConversationPrinter(agent, print);
+
+  const daemon = await startDaemon({
+    agent,
+    logger,
+    version,
+    statusSocket: statusSocketCandidates(loaded.stateDir)[0],
+    companion,
+    audio: audioKind,
+  });
+
+  if (o.demo) {
+    runDemo(agent, { print, timeoutMs: o.demoTimeout * 1000 }).then(
+      async (r) => {
+        const vol = await mixer.get().catch(() => undefined);
+        print(`demo      done: ${describeFunction(r.function).replace(/^function\s+/, '')}; mixer reads ${vol ? `${vol.volumePercent}%` : 'unknown'}`);
+        await daemon.shutdown('demo finished', 0);
+      },
+      async (err: Error) => {
+        print(`demo      FAILED: ${err.message}`);
+        await daemon.shutdown('demo failed', 1);
+      },
+    );
+  }
+  return daemon.done;
+}

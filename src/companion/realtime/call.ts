@@ -1,0 +1,143 @@
+// One live call: the werift peer, the incoming pipeline (Opus -> VAD -> recogniser), the outgoing paced track and
+// the conversation, plus the liveness facts the service's sweep uses to end calls that never connect or go silent.
+import type { Logger } from 'pino';
+import type { Recognizer } from '../speech/recognizer.js';
+import type { Synthesizer, VoiceParams } from '../speech/synthesizer.js';
+import type { Brain } from './brain.js';
+import { CallPeer } from './callPeer.js';
+import { Conversation } from './conversation.js';
+import { EventWriter, newId, type TranscriptFamily } from './eventWriter.js';
+import type { FramePacer } from './framePacer.js';
+import { IncomingAudio } from './incomingAudio.js';
+import { OutgoingAudio } from './outgoingAudio.js';
+import type { IceServer } from '../../protocol/session.js';
+import type { SessionRecord } from './sessionRegistry.js';
+
+export interface CallOptions {
+  iceServers: IceServer[];
+  additionalHostAddresses: string[];
+  transcriptFamily: TranscriptFamily;
+  voice: VoiceParams;
+  vadHangoverMs: number;
+}
+
+export interface CallDeps {
+  recognizer: Recognizer;
+  synthesizer: Synthesizer;
+  brain: Brain;
+  pacer: FramePacer;
+  logger: Logger;
+  /** the call ended (for whatever reason) and released its resources */
+  onClosed: (call: Call) => void;
+}
+
+export type CallEndReason = 'connect_timeout' | 'idle_timeout' | 'transport' | 'server_shutdown';
+
+export class Call {
+  readonly id = newId('call');
+  readonly createdAt = Date.now();
+  lastActivityAt = Date.now();
+  connected = false;
+  private readonly peer: CallPeer;
+  private readonly incoming: IncomingAudio;
+  readonly outgoing: OutgoingAudio;
+  private readonly conversation: Conversation;
+  private readonly events: EventWriter;
+  private readonly logger: Logger;
+  private channelOpen = false;
+  private readonly beforeOpen: string[] = [];
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly session: SessionRecord,
+    private readonly opts: CallOptions,
+    private readonly deps: CallDeps,
+  ) {
+    this.logger = deps.logger.child({ call: this.id, session: session.id });
+    this.events = new EventWriter((json) => this.sendEvent(json), opts.transcriptFamily);
+    this.outgoing = new OutgoingAudio(
+      (packet) => this.peer.sendRtp(packet),
+      (responseId) => this.conversation.utterancePlayed(responseId),
+    );
+    this.conversation = new Conversation({
+      events: this.events,
+      out: this.outgoing,
+      brain: deps.brain,
+      synthesizer: deps.synthesizer,
+      voice: opts.voice,
+      workspaceId: session.workspaceId,
+      logger: this.logger,
+      clearInput: () => this.incoming.clear(),
+    });
+    this.incoming = new IncomingAudio(deps.recognizer, this.conversation, { hangoverMs: opts.vadHangoverMs });
+    this.peer = new CallPeer(
+      { iceServers: opts.iceServers, additionalHostAddresses: opts.additionalHostAddresses },
+      {
+        audio: (payload) => {
+          this.lastActivityAt = Date.now();
+          this.incoming.handleOpus(payload);
+        },
+        message: (text) => {
+          this.lastActivityAt = Date.now();
+          this.conversation.clientMessage(text);
+        },
+        channelOpen: () => this.openChannel(),
+        connected: () => {
+          if (this.connected) return;
+          this.connected = true;
+          this.lastActivityAt = Date.now();
+          this.deps.pacer.add(this.outgoing);
+          this.logger.info('call connected');
+        },
+        ended: (reason) => void this.close('transport', reason),
+      },
+    );
+  }
+
+  answer(offerSdp: string): Promise<string> {
+    return this.peer.answer(offerSdp);
+  }
+
+  get stats() {
+    return { incoming: this.incoming.stats, outgoing: this.outgoing.stats, state: this.conversation.state };
+  }
+
+  close(reason: CallEndReason, detail?: string): Promise<void> {
+    this.closing ??= (async () => {
+      this.logger.info({ reason, detail }, 'call ended');
+      this.deps.pacer.remove(this.outgoing);
+      this.conversation.close();
+      this.incoming.close();
+      this.outgoing.cut();
+      await this.peer.close();
+      this.deps.onClosed(this);
+    })();
+    return this.closing;
+  }
+
+  private sendEvent(json: string): void {
+    if (this.channelOpen) {
+      this.peer.sendText(json);
+    } else if (this.beforeOpen.length < 100) {
+      this.beforeOpen.push(json);
+    }
+  }
+
+  private openChannel(): void {
+    if (this.channelOpen) return;
+    this.channelOpen = true;
+    this.events.emit({
+      type: 'session.created',
+      session: {
+        id: this.session.id,
+        object: 'realtime.session',
+        modalities: this.session.modalities,
+        voice: this.opts.voice.language,
+        input_audio_format: 'opus',
+        output_audio_format: 'opus',
+        turn_detection: { type: 'server_vad', silence_duration_ms: this.opts.vadHangoverMs },
+      },
+    });
+    for (const json of this.beforeOpen.splice(0)) this.peer.sendText(json);
+  }
+}

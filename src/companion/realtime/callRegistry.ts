@@ -1,0 +1,131 @@
+// The live calls of the server: starts them, enforces maxCalls, and ends the ones that never connect
+// (connectTimeoutMs) or go silent (no RTP and no data-channel message for idleTimeoutMs). One sweep timer for
+// all calls; one shared frame pacer for all outgoing tracks.
+import type { Logger } from 'pino';
+import type { IceServer } from '../../protocol/session.js';
+import type { Recognizer } from '../speech/recognizer.js';
+import type { Synthesizer, VoiceParams } from '../speech/synthesizer.js';
+import type { Brain } from './brain.js';
+import { Call } from './call.js';
+import type { TranscriptFamily } from './eventWriter.js';
+import { FramePacer, type PacerStats } from './framePacer.js';
+import type { SessionRecord } from './sessionRegistry.js';
+
+export interface CallRegistryOptions {
+  iceServers: IceServer[];
+  additionalHostAddresses: string[];
+  transcriptFamily: TranscriptFamily;
+  maxCalls: number;
+  idleTimeoutMs: number;
+  connectTimeoutMs: number;
+  vadHangoverMs: number;
+  voice: VoiceParams;
+}
+
+export interface CallRegistryDeps {
+  recognizer: Recognizer;
+  synthesizer: Synthesizer;
+  brain: Brain;
+  logger: Logger;
+}
+
+export interface RealtimeStats {
+  calls: number;
+  connectedCalls: number;
+  pacer: PacerStats;
+  /** over calls that ended and calls still live */
+  recognizedAudioMs: number;
+  recognizeWaitMs: number;
+  /** outgoing frames of live calls: assistant speech vs silence */
+  speechFrames: number;
+  silenceFrames: number;
+}
+
+export class CallLimitError extends Error {
+  readonly code = 'too_many_calls';
+}
+
+export class CallRegistry {
+  readonly pacer = new FramePacer();
+  private readonly calls = new Map<string, Call>();
+  private readonly sweepTimer: NodeJS.Timeout;
+  private closedRecognition = { audioMs: 0, waitMs: 0 };
+  private shuttingDown = false;
+
+  constructor(
+    private readonly opts: CallRegistryOptions,
+    private readonly deps: CallRegistryDeps,
+  ) {
+    this.sweepTimer = setInterval(() => this.sweep(), Math.min(1000, Math.max(100, opts.idleTimeoutMs / 4)));
+    this.sweepTimer.unref();
+  }
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /** Creates the call's peer and returns the SDP answer. Throws CallLimitError, CallPeerError or a fault. */
+  async start(session: SessionRecord, offerSdp: string): Promise<{ call: Call; answer: string }> {
+    if (this.shuttingDown || this.calls.size >= this.opts.maxCalls) {
+      throw new CallLimitError(`the server holds its maximum of ${this.opts.maxCalls} calls`);
+    }
+    const call = new Call(
+      session,
+      {
+        iceServers: this.opts.iceServers,
+        additionalHostAddresses: this.opts.additionalHostAddresses,
+        transcriptFamily: this.opts.transcriptFamily,
+        voice: this.opts.voice,
+        vadHangoverMs: this.opts.vadHangoverMs,
+      },
+      { ...this.deps, pacer: this.pacer, onClosed: (c) => this.forget(c) },
+    );
+    this.calls.set(call.id, call);
+    try {
+      const answer = await call.answer(offerSdp);
+      return { call, answer };
+    } catch (err) {
+      await call.close('transport', 'negotiation failed');
+      throw err;
+    }
+  }
+
+  stats(): RealtimeStats {
+    let audioMs = this.closedRecognition.audioMs;
+    let waitMs = this.closedRecognition.waitMs;
+    let connected = 0;
+    let speechFrames = 0;
+    let silenceFrames = 0;
+    for (const c of this.calls.values()) {
+      speechFrames += c.stats.outgoing.speechFrames;
+      silenceFrames += c.stats.outgoing.silenceFrames;
+      audioMs += c.stats.incoming.recognizedAudioMs;
+      waitMs += c.stats.incoming.recognizeWaitMs;
+      if (c.connected) connected++;
+    }
+    return { calls: this.calls.size, connectedCalls: connected, pacer: { ...this.pacer.stats }, recognizedAudioMs: audioMs, recognizeWaitMs: waitMs, speechFrames, silenceFrames };
+  }
+
+  /** Ends every call (server shutdown). */
+  async close(): Promise<void> {
+    this.shuttingDown = true;
+    clearInterval(this.sweepTimer);
+    await Promise.all([...this.calls.values()].map((c) => c.close('server_shutdown')));
+    this.pacer.stop();
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const c of this.calls.values()) {
+      if (!c.connected && now - c.createdAt > this.opts.connectTimeoutMs) void c.close('connect_timeout');
+      else if (c.connected && now - c.lastActivityAt > this.opts.idleTimeoutMs) void c.close('idle_timeout');
+    }
+  }
+
+  private forget(call: Call): void {
+    if (this.calls.get(call.id) !== call) return;
+    this.calls.delete(call.id);
+    this.closedRecognition.audioMs += call.stats.incoming.recognizedAudioMs;
+    this.closedRecognition.waitMs += call.stats.incoming.recognizeWaitMs;
+  }
+}

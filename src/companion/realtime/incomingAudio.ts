@@ -1,0 +1,154 @@
+// One call's incoming track: Opus -> 48 kHz PCM -> voice activity detection -> (16 kHz) a recognizer stream per
+// utterance. The VAD runs on the decoded 48 kHz frames; only audio that goes to the recogniser is resampled
+// (resampling every frame of every call would be the biggest per-call cost while nobody speaks). The recogniser
+// decodes while the user speaks, so the end of speech costs only the tail. A short pre-roll ring feeds it the
+// audio that preceded speech_start (the VAD needs ~100 ms to decide).
+import opus from '@discordjs/opus';
+import { Resampler } from '../../common/audio/resample.js';
+import { AUDIO } from '../../protocol/session.js';
+import type { Recognition, Recognizer, RecognizerStream } from '../speech/recognizer.js';
+import { VoiceActivityDetector } from '../speech/vad.js';
+
+const RATE_16K = 16_000;
+const FRAME = AUDIO.samplesPerFrame; // 960 at 48 kHz
+
+export interface IncomingAudioOptions {
+  /** silence after speech before the utterance ends (default 500 ms) */
+  hangoverMs?: number;
+  /** audio before speech_start given to the recogniser (default 300 ms) */
+  preRollMs?: number;
+}
+
+export interface IncomingAudioHandler {
+  speechStarted(audioStartMs: number): void;
+  /** `result` settles once the recogniser has decoded the tail (rejects if the engine failed). */
+  speechStopped(audioEndMs: number, result: Promise<Recognition>): void;
+}
+
+export interface IncomingAudioStats {
+  packets: number;
+  corrupt: number;
+  utterances: number;
+  /** audio ms fed to the recogniser and the ms spent waiting for results, for the real-time factor */
+  recognizedAudioMs: number;
+  recognizeWaitMs: number;
+}
+
+export class IncomingAudio {
+  private readonly decoder = new opus.OpusEncoder(AUDIO.sampleRate, 1);
+  private readonly down = new Resampler(AUDIO.sampleRate, RATE_16K);
+  private readonly vad: VoiceActivityDetector;
+  private readonly ring: Int16Array;
+  private readonly ringFrames: number;
+  private ringPos = 0; // frames written to the ring, total
+  private stream: RecognizerStream | undefined;
+  private streamAudioMs = 0;
+  private receivedMs = 0;
+  private closed = false;
+  readonly stats: IncomingAudioStats = { packets: 0, corrupt: 0, utterances: 0, recognizedAudioMs: 0, recognizeWaitMs: 0 };
+
+  constructor(
+    private readonly recognizer: Recognizer,
+    private readonly handler: IncomingAudioHandler,
+    opts: IncomingAudioOptions = {},
+  ) {
+    this.vad = new VoiceActivityDetector({ sampleRate: AUDIO.sampleRate, frameMs: AUDIO.frameMs, hangoverMs: opts.hangoverMs ?? 300 });
+    this.ringFrames = Math.max(1, Math.round((opts.preRollMs ?? 300) / AUDIO.frameMs));
+    this.ring = new Int16Array(this.ringFrames * FRAME);
+  }
+
+  /** ms of audio received on the call so far (the clock of audio_start_ms / audio_end_ms) */
+  get audioMs(): number {
+    return this.receivedMs;
+  }
+
+  /** Handles one RTP payload. Never throws: a corrupt packet is counted and skipped. */
+  handleOpus(payload: Buffer): void {
+    if (this.closed) return;
+    this.stats.packets++;
+    let pcm: Buffer;
+    try {
+      pcm = this.decoder.decode(payload);
+    } catch {
+      this.stats.corrupt++;
+      return;
+    }
+    const samples =
+      pcm.byteOffset % 2 === 0
+        ? new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length >> 1)
+        : new Int16Array(Uint8Array.from(pcm).buffer);
+    this.receivedMs += (samples.length * 1000) / AUDIO.sampleRate;
+    const event = this.vad.process(samples);
+    if (this.stream) {
+      this.stream.write(this.down.process(samples));
+      this.streamAudioMs += (samples.length * 1000) / AUDIO.sampleRate;
+    } else {
+      this.pushRing(samples);
+    }
+    if (event === 'speech_start') this.startUtterance();
+    else if (event === 'speech_end') this.endUtterance();
+  }
+
+  private pushRing(pcm: Int16Array): void {
+    const n = Math.min(pcm.length, FRAME);
+    const slot = (this.ringPos % this.ringFrames) * FRAME;
+    this.ring.set(pcm.subarray(0, n), slot);
+    if (n < FRAME) this.ring.fill(0, slot + n, slot + FRAME);
+    this.ringPos++;
+  }
+
+  private startUtterance(): void {
+    this.handler.speechStarted(Math.max(0, Math.round(this.receivedMs - this.ringFrames * AUDIO.frameMs)));
+    try {
+      this.stream = this.recognizer.createStream({ mode: 'command' });
+    } catch (err) {
+      // The engine could not start: the utterance still ends normally and its result reports the failure.
+      this.stream = failedStream(err);
+    }
+    const have = Math.min(this.ringPos, this.ringFrames);
+    this.down.reset(); // a new stretch of audio for the resampler
+    for (let k = have; k > 0; k--) {
+      const slot = ((this.ringPos - k) % this.ringFrames) * FRAME;
+      this.stream.write(this.down.process(this.ring.subarray(slot, slot + FRAME)));
+    }
+    this.streamAudioMs = have * AUDIO.frameMs;
+    this.ringPos = 0;
+  }
+
+  private endUtterance(): void {
+    const stream = this.stream;
+    if (!stream) return;
+    this.stream = undefined;
+    this.stats.utterances++;
+    const audioMs = this.streamAudioMs;
+    const t0 = performance.now();
+    const result = stream.end().then((r) => {
+      this.stats.recognizedAudioMs += audioMs;
+      this.stats.recognizeWaitMs += performance.now() - t0;
+      return r;
+    });
+    result.catch(() => undefined); // the handler decides what a failure means; never an unhandled rejection
+    this.handler.speechStopped(Math.round(this.receivedMs), result);
+  }
+
+  /** Drops the utterance in progress (input_audio_buffer.clear, call end). */
+  clear(): void {
+    this.stream?.abort();
+    this.stream = undefined;
+    this.vad.reset();
+    this.ringPos = 0;
+  }
+
+  close(): void {
+    this.clear();
+    this.closed = true;
+  }
+}
+
+function failedStream(err: unknown): RecognizerStream {
+  return {
+    write() {},
+    end: () => Promise.reject(err instanceof Error ? err : new Error(String(err))),
+    abort() {},
+  };
+}

@@ -1,0 +1,100 @@
+// The offline default brain: a handful of intents matched on the recogniser's words (the command grammar makes
+// these phrasings reliable), each answered briefly; anything else gets a short honest answer.
+import type { FunctionOutput } from '../../protocol/functions.js';
+import { spokenNumberToInt } from '../speech/commandGrammar.js';
+import type { Brain, BrainInput, BrainReply, FunctionResultInput } from './brain.js';
+
+export interface StoryInfo {
+  name: string;
+  slug: string;
+  transcript: string;
+}
+
+/** The workspace's stories as the assistant sees them (the companion's database in production). */
+export interface StoryCatalog {
+  list(workspaceId: string): StoryInfo[];
+}
+
+export const HELP_TEXT =
+  'You can say: volume up, volume down, set the volume to fifty percent, be quiet, stop, list the stories, read a story, or what time is it.';
+export const FALLBACK_TEXT = "Sorry, I can't help with that. Say help to hear what I can do.";
+export const NOT_HEARD_TEXT = "Sorry, I didn't catch that.";
+
+function clockText(now: Date): string {
+  const h = now.getHours();
+  const m = now.getMinutes();
+  const h12 = h % 12 === 0 ? 12 : h % 12;
+  const mm = m === 0 ? "o'clock" : m < 10 ? `oh ${m}` : String(m);
+  return `It is ${h12} ${mm} ${h < 12 ? 'in the morning' : h < 18 ? 'in the afternoon' : 'in the evening'}.`;
+}
+
+function listNames(names: string[]): string {
+  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
+export class RuleBrain implements Brain {
+  constructor(
+    private readonly stories: StoryCatalog,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async respond(input: BrainInput): Promise<BrainReply> {
+    const t = ` ${input.transcript.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').replace(/\s+/g, ' ').trim()} `;
+    if (t.trim() === '') return { say: NOT_HEARD_TEXT };
+
+    const setTo = /\b(?:set|change|put|turn)\b.*\bvolume\b.*?\bto ([a-z0-9 ]+?)(?: percent| per cent| %)? $/.exec(t) ??
+      /\bvolume (?:to |at )?([a-z0-9 ]+?) percent $/.exec(t);
+    if (setTo) {
+      const level = spokenNumberToInt(setTo[1]);
+      if (level === null) return { say: "Sorry, I didn't catch the volume level." };
+      if (level > 100) return { say: 'The volume goes from zero to one hundred percent.' };
+      return { functionCall: { name: 'set_device_volume', arguments: { volume_level: level } } };
+    }
+    if (/\bunmute\b/.test(t)) return { say: 'To unmute, tell me a volume, for example set the volume to fifty percent.' };
+    if (/\b(be quiet|quiet|mute|silence)\b/.test(t)) return { functionCall: { name: 'quiet_device', arguments: {} } };
+    if (/\b(volume up|louder|turn (it |the volume )?up|increase( the)? volume|raise( the)? volume)\b/.test(t)) {
+      return { functionCall: { name: 'adjust_device_volume', arguments: { action: 'increase' } } };
+    }
+    if (/\b(volume down|quieter|softer|turn (it |the volume )?down|decrease( the)? volume|lower( the)? volume)\b/.test(t)) {
+      return { functionCall: { name: 'adjust_device_volume', arguments: { action: 'decrease' } } };
+    }
+    if (/^ (please )?(stop|stop it|stop talking|cancel|enough)( please)? $/.test(t)) {
+      return { functionCall: { name: 'stop_audio', arguments: {} } };
+    }
+    if (/\b(list|which|what)\b.*\bstories\b/.test(t)) {
+      const names = this.stories.list(input.workspaceId).map((s) => s.name);
+      if (names.length === 0) return { say: 'There are no stories yet.' };
+      return { say: `I know ${names.length === 1 ? 'one story' : `${names.length} stories`}: ${listNames(names)}.` };
+    }
+    if (/\b(read|tell)\b.*\bstory\b/.test(t)) {
+      const all = this.stories.list(input.workspaceId);
+      if (all.length === 0) return { say: 'There are no stories to read yet.' };
+      const named = all.find((s) => t.includes(` ${s.name.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').replace(/\s+/g, ' ').trim()} `));
+      const story = named ?? all[0];
+      return { say: `${story.name}. ${story.transcript}` };
+    }
+    if (/\b(what time|the time|what's the time)\b/.test(t)) return { say: clockText(this.clock()) };
+    if (/\b(hello|hi|hey|good (morning|afternoon|evening))\b/.test(t)) return { say: 'Hello! How can I help?' };
+    if (/\b(help|what can you do)\b/.test(t)) return { say: HELP_TEXT };
+    return { say: FALLBACK_TEXT };
+  }
+
+  async afterFunction(input: FunctionResultInput): Promise<{ say: string }> {
+    let out: FunctionOutput | undefined;
+    try {
+      const v = JSON.parse(input.output) as FunctionOutput;
+      if (v && typeof v === 'object' && typeof v.success === 'boolean') out = v;
+    } catch {
+      /* handled below */
+    }
+    if (!out) return { say: 'Sorry, the speaker sent an answer I could not read.' };
+    if (!out.success) {
+      const why = typeof out.error === 'string' && out.error ? `: ${out.error}` : '';
+      return { say: `Sorry, I couldn't change the volume${why}.` };
+    }
+    const r = out.result as Partial<{ volume_level: number; muted: boolean; message: string }> | undefined;
+    if (r?.muted || (input.call.name === 'quiet_device' && r?.volume_level === 0)) return { say: 'The speaker is muted.' };
+    if (typeof r?.volume_level === 'number') return { say: `The volume is now ${Math.round(r.volume_level)} percent.` };
+    return { say: typeof r?.message === 'string' && r.message ? r.message : 'Done.' };
+  }
+}

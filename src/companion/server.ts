@@ -1,0 +1,142 @@
+// The companion server: one Fastify instance serving the REST API (/v1/app, routes/), signed audio
+// (/v1/audio) and the realtime routes (/v1/realtime*, realtime/plugin.ts), all on one port.
+// Request logging never includes headers (device secrets and workspace keys travel in them).
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import { silentLogger, type Logger } from '../common/logger.js';
+import { realtimeErrorBody } from '../protocol/realtimeErrors.js';
+import { RestError } from '../protocol/restErrors.js';
+import { createCompanionContext, type CompanionContext, type SpeechEngines } from './context.js';
+import { audioRoutes } from './routes/audio.js';
+import { toRestError } from './routes/restErrors.js';
+import { restApi } from './routes/restApi.js';
+import { ensureVoicePreviews } from './services/voicePreviews.js';
+import type { CompanionSettings } from './settings.js';
+import { listVoiceFilePaths } from './db/voices.js';
+
+export interface CompanionServer {
+  url: string;
+  port: number;
+  context: CompanionContext;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** speech engines to use instead of creating the offline ones (they are then not closed by the server) */
+  speech?: SpeechEngines;
+}
+
+interface RealtimeService {
+  plugin: FastifyPluginAsync;
+  close(): Promise<void>;
+}
+
+/** The realtime plugin (another module, src/companion/realtime/plugin.ts); absent in a build without it. */
+async function loadRealtime(ctx: CompanionContext): Promise<RealtimeService | undefined> {
+  let mod: { createRealtimeService?: (c: CompanionContext) => RealtimeService };
+  try {
+    mod = (await import('./realtime/plugin.js')) as typeof mod;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes('realtime/plugin')) {
+      ctx.logger.warn('realtime plugin not present: /v1/realtime routes are not served');
+      return undefined;
+    }
+    throw err;
+  }
+  return mod.createRealtimeService?.(ctx);
+}
+
+export async function startCompanionServer(settings: CompanionSettings, opts: StartOptions = {}): Promise<CompanionServer> {
+  const logger = opts.logger ?? silentLogger;
+  const { context: ctx, setListeningUrl } = await createCompanionContext(settings, { logger, speech: opts.speech });
+  const ownsSpeech = !opts.speech;
+  let app: FastifyInstance | undefined;
+  let realtime: RealtimeService | undefined;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  const previewAbort = new AbortController();
+
+  const closeAll = async () => {
+    previewAbort.abort();
+    if (sweepTimer) clearInterval(sweepTimer);
+    await app?.close().catch(() => undefined);
+    await realtime?.close().catch((err: unknown) => logger.warn({ err }, 'realtime service close failed'));
+    await ctx.tts.close().catch(() => undefined);
+    if (ownsSpeech) {
+      await ctx.speech.synthesizer.close().catch(() => undefined);
+      await ctx.speech.recognizer.close().catch(() => undefined);
+    }
+    ctx.db.close();
+  };
+
+  try {
+    ctx.audio.sweepOrphanVoiceFiles(new Set(listVoiceFilePaths(ctx.db)));
+    const http = Fastify({
+      loggerInstance: logger as unknown as FastifyBaseLogger,
+      logController: new LogController({ disableRequestLogging: true }), // logged below, without headers
+      bodyLimit: 1024 * 1024, // JSON bodies; the multipart upload has its own limit (maxUploadBytes)
+      forceCloseConnections: true,
+      return503OnClosing: true,
+    });
+    app = http;
+    http.addHook('onResponse', async (req, reply) => {
+      if (logger.isLevelEnabled('debug')) {
+        logger.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+      }
+    });
+    http.setErrorHandler((err, req, reply) => {
+      const isRealtime = req.url.startsWith('/v1/realtime');
+      const rest = toRestError(err);
+      if (rest.code === 'INTERNAL_ERROR') logger.error({ err, method: req.method, url: req.url.split('?')[0] }, 'request failed');
+      if (isRealtime) {
+        const status = rest.status >= 500 ? 500 : 400;
+        return reply.code(status).send(realtimeErrorBody(status === 500 ? 'server_error' : 'invalid_json', rest.message));
+      }
+      return reply.code(rest.status).send(rest.toBody());
+    });
+    http.setNotFoundHandler((req, reply) => {
+      const e = new RestError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
+      return reply.code(404).send(e.toBody());
+    });
+
+    await http.register(restApi(ctx), { prefix: '/v1/app' });
+    await http.register(audioRoutes(ctx));
+    realtime = await loadRealtime(ctx);
+    if (realtime) await http.register(realtime.plugin);
+
+    try {
+      await http.listen({ host: settings.host, port: settings.port });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+        throw new Error(
+          `the companion server cannot listen on ${settings.host}:${settings.port} (${code}); ` +
+            'choose another address or port (SPEAKER_AGENT_COMPANION_HOST / SPEAKER_AGENT_COMPANION_PORT)',
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    const addr = http.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : settings.port;
+    const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host;
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    setListeningUrl(url);
+    if (host !== settings.host && !settings.publicUrl) {
+      logger.warn({ url }, 'listening on all interfaces without publicUrl: signed audio URLs name 127.0.0.1, which other machines cannot reach; set SPEAKER_AGENT_COMPANION_PUBLIC_URL');
+    }
+
+    // synthesis outputs outlive their signed URLs a little, then go
+    const ttlMs = settings.signedUrlTtlSeconds * 1000;
+    sweepTimer = setInterval(() => ctx.audio.sweepTts(ttlMs + 60_000), Math.min(ttlMs, 60_000));
+    sweepTimer.unref();
+    // voices added by the admin commands get their preview audio in the background
+    void ensureVoicePreviews(ctx, previewAbort.signal).catch((err: unknown) => logger.warn({ err }, 'voice previews not generated'));
+
+    logger.info({ url, dataDir: settings.dataDir, tts: ctx.tts.name, enrollment: settings.enrollment }, 'companion server listening');
+    let closing: Promise<void> | undefined;
+    return { url, port, context: ctx, close: () => (closing ??= closeAll()) };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}

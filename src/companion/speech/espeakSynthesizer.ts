@@ -1,0 +1,397 @@
+// The offline Synthesizer: libespeak-ng in a small pool of worker processes (espeakWorker.ts).
+//
+// Why processes: espeak-ng has process-global state, and synthesis is CPU work (~0.15 ms per character)
+// that must never stall the companion's event loop, where live calls pace audio every 20 ms.
+// Lanes: 'realtime' work (assistant replies) has its own worker(s) so it never queues behind 'bulk' work
+// (REST synthesis, story narration), and it is taken first by any idle bulk worker too. Text is split at sentence ends into chunks; the chunks of a bulk request
+// are spread over all bulk workers and re-assembled in order, so one long request uses every core and several
+// requests progress together. Abort drops pending chunks at once; a chunk already running (< ~0.1 s of CPU)
+// finishes in the worker and is discarded. A crashed or hung worker is replaced and its requests fail with
+// SpeechError 'TTS_FAILED'.
+import { fork, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { SynthesisLane, SynthesisResult, Synthesizer, SynthesizeOptions, VoiceParams } from './synthesizer.js';
+import type { EspeakVoiceSettings } from './espeakEngine.js';
+import { SpeechError } from './speechError.js';
+import { splitForSynthesis, WordTimingBuilder, type ChunkEvent } from './wordTimings.js';
+
+/** espeak-ng's output rate for its own (non-MBROLA) voices. */
+export const ESPEAK_SAMPLE_RATE = 22050;
+
+export interface EspeakSynthesizerOptions {
+  /** workers for bulk work; default min(2, cores) */
+  bulkWorkers?: number;
+  /** workers for realtime work; default 1 */
+  realtimeWorkers?: number;
+  /** a chunk running longer than this is considered hung: its worker is killed and replaced (default 30 s) */
+  chunkTimeoutMs?: number;
+}
+
+const LANGUAGE_ALIASES: Record<string, string> = { 'en-gb': 'en', 'en-uk': 'en', en_gb: 'en' };
+
+/** espeak voice name ("en-us+f3") and numeric settings for a VoiceParams at a given speed. */
+export function espeakVoiceSettings(voice: VoiceParams, speed = 1): EspeakVoiceSettings {
+  const language = voice.language?.trim().toLowerCase();
+  if (!language || !/^[a-z]{2,3}([-_][a-z0-9]{1,8})*$/.test(language)) {
+    throw new SpeechError('INVALID_ARGUMENT', `not an espeak language code: '${voice.language}'`);
+  }
+  const variant = voice.variant ?? (voice.gender === 'female' ? 'f3' : undefined);
+  if (variant !== undefined && !/^[A-Za-z0-9_-]{1,32}$/.test(variant)) {
+    throw new SpeechError('INVALID_ARGUMENT', `not an espeak variant name: '${variant}'`);
+  }
+  if (!Number.isFinite(speed) || speed <= 0) throw new SpeechError('INVALID_ARGUMENT', `speed must be a positive number, got ${speed}`);
+  const rate = Math.max(80, Math.min(450, Math.round((voice.rate ?? 175) * speed)));
+  // espeak selects voices by file name; its British English file is 'en'
+  const name = LANGUAGE_ALIASES[language] ?? language;
+  return {
+    name: variant ? `${name}+${variant}` : name,
+    rate,
+    pitch: Math.max(0, Math.min(100, Math.round(voice.pitch ?? 50))),
+    range: Math.max(0, Math.min(100, Math.round(voice.range ?? 50))),
+  };
+}
+
+interface Chunk {
+  index: number;
+  text: string;
+  offset: number;
+  state: 'pending' | 'running' | 'done';
+  pending: Int16Array[]; // audio received while an earlier chunk is still being emitted
+  events: ChunkEvent[];
+  samples: number;
+}
+
+interface Request {
+  id: number;
+  lane: SynthesisLane;
+  voice: EspeakVoiceSettings;
+  chunks: Chunk[];
+  nextToStart: number;
+  head: number; // first chunk not yet fully emitted
+  sampleOffset: number; // samples emitted so far
+  timings: WordTimingBuilder;
+  onAudio: (pcm: Int16Array) => void;
+  resolve: (r: SynthesisResult) => void;
+  reject: (e: Error) => void;
+  finished: boolean;
+  cleanup: () => void;
+}
+
+interface Job {
+  id: number;
+  request: Request;
+  chunk: Chunk;
+  timer: NodeJS.Timeout;
+}
+
+class Worker {
+  child: ChildProcess | null = null;
+  ready = false;
+  job: Job | null = null;
+  restarts = 0;
+  constructor(readonly lane: SynthesisLane) {}
+}
+
+function workerLaunch(): { modulePath: string; execArgv: string[] } {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) {
+    // running from src under tsx/vitest: the worker is TypeScript too, loaded through tsx's ESM loader
+    const tsx = createRequire(here).resolve('tsx');
+    return { modulePath: fileURLToPath(new URL('./espeakWorker.ts', here)), execArgv: ['--import', pathToFileURL(tsx).href] };
+  }
+  return { modulePath: fileURLToPath(new URL('./espeakWorker.js', here)), execArgv: [] };
+}
+
+export class EspeakSynthesizer implements Synthesizer {
+  readonly sampleRate = ESPEAK_SAMPLE_RATE;
+  private readonly workers: Worker[] = [];
+  private readonly queues: Record<SynthesisLane, Request[]> = { realtime: [], bulk: [] };
+  private readonly jobs = new Map<number, Job>();
+  private readonly chunkTimeoutMs: number;
+  private nextId = 1;
+  private closed = false;
+  private readonly launch = workerLaunch();
+  private startupError: string | null = null;
+
+  constructor(opts: EspeakSynthesizerOptions = {}) {
+    const bulk = opts.bulkWorkers ?? Math.max(1, Math.min(2, availableParallelism()));
+    const realtime = opts.realtimeWorkers ?? 1;
+    if (bulk + realtime < 1) throw new SpeechError('INVALID_ARGUMENT', 'EspeakSynthesizer needs at least one worker');
+    this.chunkTimeoutMs = opts.chunkTimeoutMs ?? 30_000;
+    for (let i = 0; i < realtime; i++) this.workers.push(new Worker('realtime'));
+    for (let i = 0; i < bulk; i++) this.workers.push(new Worker('bulk'));
+    for (const w of this.workers) this.spawn(w);
+  }
+
+  /** Resolves once every worker has loaded espeak (optional: synthesize() queues until a worker is ready). */
+  async ready(timeoutMs = 15_000): Promise<void> {
+    const t0 = Date.now();
+    while (!this.workers.every((w) => w.ready)) {
+      if (this.startupError) throw new SpeechError('TTS_FAILED', `espeak worker failed to start: ${this.startupError}`);
+      if (Date.now() - t0 > timeoutMs) throw new SpeechError('TTS_FAILED', 'espeak workers did not start in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Process ids of the workers (for diagnostics and fault-injection tests). */
+  workerPids(lane?: SynthesisLane): number[] {
+    return this.workers.filter((w) => !lane || w.lane === lane).flatMap((w) => (w.child?.pid ? [w.child.pid] : []));
+  }
+
+  synthesize(text: string, voice: VoiceParams, opts: SynthesizeOptions): Promise<SynthesisResult> {
+    if (this.closed) return Promise.reject(new SpeechError('TTS_FAILED', 'synthesizer is closed'));
+    if (typeof text !== 'string') return Promise.reject(new SpeechError('INVALID_ARGUMENT', 'text must be a string'));
+    let settings: EspeakVoiceSettings;
+    try {
+      settings = espeakVoiceSettings(voice, opts.speed ?? 1);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (opts.signal?.aborted) return Promise.reject(new SpeechError('ABORTED', 'synthesis aborted'));
+    if (this.startupError && !this.workers.some((w) => w.ready)) {
+      return Promise.reject(new SpeechError('TTS_FAILED', `espeak is not available: ${this.startupError}`));
+    }
+    return new Promise<SynthesisResult>((resolve, reject) => {
+      const lane = opts.lane ?? 'bulk';
+      // white space only: nothing to say, so no audio at all (espeak would render a short silence)
+      const chunks = (text.trim() === '' ? [] : splitForSynthesis(text)).map<Chunk>((c, index) => ({ ...c, index, state: 'pending', pending: [], events: [], samples: 0 }));
+      const req: Request = {
+        id: this.nextId++,
+        lane,
+        voice: settings,
+        chunks,
+        nextToStart: 0,
+        head: 0,
+        sampleOffset: 0,
+        timings: new WordTimingBuilder(this.sampleRate),
+        onAudio: opts.onAudio,
+        resolve,
+        reject,
+        finished: false,
+        cleanup: () => {},
+      };
+      if (opts.signal) {
+        const signal = opts.signal;
+        const onAbort = () => this.fail(req, new SpeechError('ABORTED', 'synthesis aborted'));
+        signal.addEventListener('abort', onAbort, { once: true });
+        req.cleanup = () => signal.removeEventListener('abort', onAbort);
+      }
+      if (chunks.length === 0) {
+        this.finish(req);
+        return;
+      }
+      this.queues[lane].push(req);
+      this.pump();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const closedErr = () => new SpeechError('TTS_FAILED', 'synthesizer closed');
+    for (const lane of ['realtime', 'bulk'] as const) {
+      for (const r of [...this.queues[lane]]) this.fail(r, closedErr());
+    }
+    for (const job of [...this.jobs.values()]) this.fail(job.request, closedErr());
+    await Promise.all(
+      this.workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            const c = w.child;
+            w.child = null;
+            if (!c || c.exitCode !== null || c.signalCode !== null) return resolve();
+            c.once('exit', () => resolve());
+            c.kill('SIGTERM');
+            setTimeout(() => c.kill('SIGKILL'), 2000).unref();
+          }),
+      ),
+    );
+  }
+
+  private spawn(w: Worker): void {
+    if (this.closed) return;
+    w.ready = false;
+    // realtime: 60 ms espeak buffers for a fast first chunk; bulk: 500 ms, fewer callbacks and IPC messages
+    const child = fork(this.launch.modulePath, [w.lane === 'realtime' ? '60' : '500'], {
+      execArgv: this.launch.execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    w.child = child;
+    let stderr = '';
+    child.stderr?.on('data', (b: Buffer) => {
+      if (stderr.length < 4096) stderr += b.toString();
+    });
+    child.on('message', (msg: WorkerMessage) => this.onMessage(w, child, msg));
+    child.on('error', () => {
+      /* reported through 'exit' */
+    });
+    child.on('exit', (code, sig) => {
+      if (w.child !== child) return; // replaced or closed
+      w.child = null;
+      w.ready = false;
+      const job = w.job;
+      w.job = null;
+      if (job) this.jobFailed(job, new SpeechError('TTS_FAILED', `espeak worker exited (${sig ?? code}) while synthesizing`, { cause: stderr.trim() || undefined }));
+      if (this.closed) return;
+      w.restarts++;
+      if (this.startupError && !this.workers.some((x) => x.ready)) {
+        // espeak cannot start at all (library or data missing): fail what waits instead of hanging it
+        for (const lane of ['realtime', 'bulk'] as const) {
+          for (const r of [...this.queues[lane]]) this.fail(r, new SpeechError('TTS_FAILED', `espeak is not available: ${this.startupError}`));
+        }
+        if (w.restarts > 5) return; // crash loop at start-up: stop retrying
+      }
+      // back off a little when crashing repeatedly
+      setTimeout(() => this.spawn(w), Math.min(2000, 50 * 2 ** Math.min(w.restarts, 5))).unref();
+    });
+  }
+
+  private onMessage(w: Worker, child: ChildProcess, msg: WorkerMessage): void {
+    if (w.child !== child) return;
+    switch (msg.type) {
+      case 'ready':
+        if (msg.sampleRate !== this.sampleRate) {
+          this.startupError = `espeak reports ${msg.sampleRate} Hz, expected ${this.sampleRate}`;
+          child.kill();
+          return;
+        }
+        w.ready = true;
+        w.restarts = 0;
+        this.pump();
+        return;
+      case 'fatal':
+        this.startupError = msg.message;
+        return;
+      case 'audio': {
+        const job = this.jobs.get(msg.job);
+        if (!job) return; // aborted request: discard
+        this.chunkAudio(job.request, job.chunk, msg.pcm);
+        return;
+      }
+      case 'done':
+      case 'error': {
+        const job = this.jobs.get(msg.job);
+        w.job = null;
+        if (job) {
+          this.jobs.delete(job.id);
+          clearTimeout(job.timer);
+          if (msg.type === 'error') {
+            this.fail(job.request, new SpeechError('TTS_FAILED', `espeak failed: ${msg.message}`));
+          } else {
+            job.chunk.state = 'done';
+            job.chunk.samples = msg.samples;
+            job.chunk.events = msg.events.map(([type, textPosition, sample]) => ({ type, textPosition, sample }));
+            this.advance(job.request);
+          }
+        }
+        this.pump();
+        return;
+      }
+    }
+  }
+
+  /** Hands pending chunks to idle ready workers of their lane. */
+  private pump(): void {
+    for (const w of this.workers) {
+      if (!w.ready || w.job || !w.child) continue;
+      // realtime work may use any idle worker; bulk work uses bulk workers (or any, when no bulk workers exist)
+      const bulkAllowed = w.lane === 'bulk' || !this.workers.some((x) => x.lane === 'bulk');
+      const queue = this.queues.realtime.length > 0 ? this.queues.realtime : bulkAllowed ? this.queues.bulk : null;
+      const req = queue?.find((r) => r.nextToStart < r.chunks.length);
+      if (!queue || !req) continue;
+      const chunk = req.chunks[req.nextToStart++];
+      if (req.nextToStart >= req.chunks.length) queue.splice(queue.indexOf(req), 1);
+      chunk.state = 'running';
+      const job: Job = {
+        id: this.nextId++,
+        request: req,
+        chunk,
+        timer: setTimeout(() => {
+          // hung: kill the worker; its exit handler fails the request and replaces it
+          w.child?.kill('SIGKILL');
+        }, this.chunkTimeoutMs),
+      };
+      job.timer.unref();
+      this.jobs.set(job.id, job);
+      w.job = job;
+      w.child.send({ type: 'synth', job: job.id, text: chunk.text, voice: req.voice });
+    }
+  }
+
+  private chunkAudio(req: Request, chunk: Chunk, pcm: Int16Array): void {
+    if (req.finished) return;
+    if (chunk.index === req.head) this.emit(req, pcm);
+    else chunk.pending.push(pcm);
+  }
+
+  private emit(req: Request, pcm: Int16Array): void {
+    try {
+      req.onAudio(pcm);
+    } catch (err) {
+      this.fail(req, new SpeechError('TTS_FAILED', 'onAudio callback threw', { cause: err }));
+    }
+  }
+
+  /** Emits every completed chunk at the head, in order; starts streaming the next running one. */
+  private advance(req: Request): void {
+    while (!req.finished && req.head < req.chunks.length) {
+      const c = req.chunks[req.head];
+      if (c.pending.length) {
+        const pending = c.pending;
+        c.pending = [];
+        for (const p of pending) this.emit(req, p);
+      }
+      if (c.state !== 'done') return;
+      req.timings.addChunk(c.text, c.offset, c.events, req.sampleOffset, c.samples);
+      req.sampleOffset += c.samples;
+      c.events = [];
+      req.head++;
+    }
+    if (!req.finished && req.head >= req.chunks.length) this.finish(req);
+  }
+
+  private finish(req: Request): void {
+    req.finished = true;
+    req.cleanup();
+    const samples = req.sampleOffset;
+    req.resolve({
+      words: req.timings.result(),
+      samples,
+      sampleRate: this.sampleRate,
+      durationMs: Math.round((samples * 1000) / this.sampleRate),
+    });
+  }
+
+  private jobFailed(job: Job, err: SpeechError): void {
+    clearTimeout(job.timer);
+    this.jobs.delete(job.id);
+    this.fail(job.request, err);
+  }
+
+  private fail(req: Request, err: Error): void {
+    if (req.finished) return;
+    req.finished = true;
+    req.cleanup();
+    const q = this.queues[req.lane];
+    const i = q.indexOf(req);
+    if (i >= 0) q.splice(i, 1);
+    for (const [id, job] of this.jobs) {
+      if (job.request === req) {
+        // the running chunk finishes in its worker; its output is dropped because the job is gone
+        clearTimeout(job.timer);
+        this.jobs.delete(id);
+      }
+    }
+    req.reject(err);
+  }
+}
+
+type WorkerMessage =
+  | { type: 'ready'; sampleRate: number }
+  | { type: 'fatal'; message: string }
+  | { type: 'audio'; job: number; pcm: Int16Array }
+  | { type: 'done'; job: number; events: [number, number, number][]; samples: number }
+  | { type: 'error'; job: number; message: string };

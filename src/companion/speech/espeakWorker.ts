@@ -1,0 +1,90 @@
+// Child-process entry of the espeak synthesis pool (see espeakSynthesizer.ts). One espeak engine per process,
+// because libespeak-ng's state is process-global and synthesis is CPU work that must stay off the companion's
+// event loop. Protocol (IPC, advanced serialization so Int16Array crosses as-is):
+//   parent -> worker: { type: 'synth', job, text, voice: EspeakVoiceSettings }
+//   worker -> parent: { type: 'ready', sampleRate } once, then per job
+//                     { type: 'audio', job, pcm } (several), { type: 'done', job, events, samples } | { type: 'error', job, message }
+import { EspeakEngine, type EspeakVoiceSettings } from './espeakEngine.js';
+
+interface SynthRequest {
+  type: 'synth';
+  job: number;
+  text: string;
+  voice: EspeakVoiceSettings;
+}
+
+const send = (msg: unknown): void => {
+  process.send!(msg);
+};
+
+if (!process.send) {
+  console.error('espeakWorker must be started with child_process.fork');
+  process.exit(2);
+}
+
+let engine: EspeakEngine;
+try {
+  // SPEAKER_AGENT_ESPEAK_LIB: another libespeak-ng build (e.g. a board's own), also used to test a missing library
+  engine = new EspeakEngine({ bufferMs: Number(process.argv[2]) || 60, libName: process.env.SPEAKER_AGENT_ESPEAK_LIB || undefined });
+} catch (err) {
+  send({ type: 'fatal', message: String((err as Error).message ?? err) });
+  process.exit(1);
+}
+send({ type: 'ready', sampleRate: engine.sampleRate });
+
+let lastVoiceKey = '';
+// Audio is batched: the first buffers go out at once (low first-chunk latency), later ones are grouped up to
+// ~0.5 s so a 20-minute narration is hundreds of IPC messages, not tens of thousands.
+const MAX_BATCH = 11025;
+
+process.on('message', (msg: SynthRequest) => {
+  if (!msg || msg.type !== 'synth') return;
+  const { job, text, voice } = msg;
+  try {
+    const key = `${voice.name}|${voice.rate}|${voice.pitch}|${voice.range}`;
+    if (key !== lastVoiceKey) {
+      lastVoiceKey = '';
+      engine.setVoice(voice);
+      lastVoiceKey = key;
+    }
+    const events: [number, number, number][] = [];
+    let samples = 0;
+    let batch: Int16Array[] = [];
+    let batched = 0;
+    let batchLimit = 1;
+    const flush = () => {
+      if (batched === 0) return;
+      const pcm = batch.length === 1 ? batch[0] : concat(batch, batched);
+      send({ type: 'audio', job, pcm });
+      batch = [];
+      batched = 0;
+      batchLimit = Math.min(MAX_BATCH, batchLimit * 4 + 2048);
+    };
+    engine.synthesize(text, (pcm, evs) => {
+      for (const e of evs) events.push([e.type, e.textPosition, e.sample]);
+      if (pcm.length > 0) {
+        batch.push(pcm);
+        batched += pcm.length;
+        samples += pcm.length;
+        if (batched >= batchLimit) flush();
+      }
+      return true;
+    });
+    flush();
+    send({ type: 'done', job, events, samples });
+  } catch (err) {
+    send({ type: 'error', job, message: String((err as Error).message ?? err) });
+  }
+});
+
+process.on('disconnect', () => process.exit(0));
+
+function concat(parts: Int16Array[], total: number): Int16Array {
+  const out = new Int16Array(total);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}

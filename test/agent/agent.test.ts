@@ -1,0 +1,133 @@
+// SpeakerAgent's call-keeping logic: auth rejections (slow retry, one explanation) and thousands of reconnects
+// without growth. Real sound card (PortAudio on the virtual card), real mixer, the session over real HTTP from
+// the test peer; calls on a ScriptedTransport where thousands of WebRTC handshakes would take too long.
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SpeakerAgent } from '../../src/agent/agent.js';
+import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
+import { generateIdentity } from '../../src/agent/identity.js';
+import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
+import type { ReconnectContext } from '../../src/agent/reconnectPolicy.js';
+import { parseSettings } from '../../src/agent/settings.js';
+import { createLogger } from '../../src/common/logger.js';
+import { ScriptedTransport } from '../support/scriptedTransport.js';
+import { TestAssistantPeer } from '../support/testAssistantPeer.js';
+import { VIRTUAL } from '../support/virtualAudio.js';
+
+// A real GC before each heap reading, so the comparison is of live objects only.
+v8.setFlagsFromString('--expose-gc');
+
+const KEY = 'ws-agent-unit';
+let peer: TestAssistantPeer | undefined;
+let agent: SpeakerAgent | undefined;
+
+afterEach(async () => {
+  await agent?.stop();
+  await peer?.stop();
+  agent = undefined;
+  peer = undefined;
+});
+
+function memoryLogger() {
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'debug', destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) });
+  return { lines, logger };
+}
+
+async function until(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('SpeakerAgent', () => {
+  it('a rejected device backs off at least a minute by default, and says why once', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, enrollment: 'closed' });
+    await peer.start();
+    const { lines, logger } = memoryLogger();
+    const identity = generateIdentity();
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl } }),
+      identity,
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger,
+    });
+    await agent.start();
+    await until(() => agent!.snapshot().state === 'backoff', 10_000, 'backoff');
+    const s = agent.snapshot();
+    expect(s.lastError).toMatchObject({ code: 'auth_rejected' });
+    expect(s.lastError!.message).toMatch(/client not found/);
+    expect(Date.parse(s.nextAttemptAt!) - Date.now()).toBeGreaterThan(55_000);
+    const explained = lines.filter((l) => l.includes('trust on first use'));
+    expect(explained).toHaveLength(1);
+    expect(lines.join('')).not.toContain(identity.clientSecret);
+  });
+
+  it('with a fast policy, repeated rejections are still explained only once', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, enrollment: 'closed' });
+    await peer.start();
+    const { lines, logger } = memoryLogger();
+    const seen: ReconnectContext[] = [];
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger,
+      reconnectPolicy: { nextDelayMs: (ctx) => (seen.push(ctx), 20) },
+    });
+    await agent.start();
+    await until(() => seen.length >= 5, 10_000, 'five attempts');
+    expect(seen.map((c) => c.attempt).slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
+    expect(seen.every((c) => c.lastError?.code === 'auth_rejected')).toBe(true);
+    expect(lines.filter((l) => l.includes('trust on first use'))).toHaveLength(1);
+  });
+
+  it('thousands of reconnects: nothing grows (transcripts bounded, heap flat)', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
+    await peer.start();
+    let calls = 0;
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, log: { level: 'error' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'error', destination: new Writable({ write: (_c, _e, cb) => cb() }) }),
+      reconnectPolicy: { nextDelayMs: () => 0 },
+      // Each call says something and then its peer goes away.
+      transportFactory: () => {
+        const t = new ScriptedTransport();
+        const connect = t.connect.bind(t);
+        t.connect = async (o) => {
+          await connect(o);
+          calls++;
+          setImmediate(() => {
+            t.message({ type: 'conversation.item.input_audio_transcription.completed', transcript: `hello ${randomUUID()}` });
+            t.peerCloses();
+          });
+        };
+        return t;
+      },
+    });
+    const gc = vm.runInNewContext('gc') as () => void;
+    await agent.start();
+    await until(() => calls >= 300, 60_000, '300 calls');
+    gc();
+    const heapAt300 = process.memoryUsage().heapUsed;
+    await until(() => calls >= 2_000, 120_000, '2000 calls');
+    gc();
+    const heapAt2000 = process.memoryUsage().heapUsed;
+    const s = agent.snapshot();
+    expect(s.reconnects).toBeGreaterThanOrEqual(1_999);
+    expect(s.lastTranscripts).toHaveLength(20);
+    expect(agent.listenerCount('state')).toBe(0);
+    expect((heapAt2000 - heapAt300) / 1024 / 1024).toBeLessThan(3);
+  }, 180_000);
+});
+

@@ -1,0 +1,57 @@
+// Half-duplex gate logic with an injected clock (the real-audio echo test is in links.test.ts).
+import { describe, expect, it } from 'vitest';
+import { EchoGate, isAudible } from '../../../src/agent/audio/echoGate.js';
+
+const loud = () => new Int16Array(960).fill(3000);
+const quiet = () => new Int16Array(960).fill(20);
+const mic = () => new Int16Array(960).fill(1234);
+
+describe('EchoGate', () => {
+  it('sends silence while audible audio plays and for the tail after it, then the microphone again', () => {
+    let now = 1000;
+    const gate = new EchoGate({ tailMs: 300, nowMs: () => now });
+    expect(gate.filter(mic())[0]).toBe(1234);
+    gate.notePlayback(loud(), 40); // heard from 1040 to 1060
+    expect(gate.filter(mic())[0]).toBe(0);
+    now = 1060 + 299;
+    expect(gate.gating).toBe(true);
+    expect(gate.filter(mic()).every((s) => s === 0)).toBe(true);
+    now = 1060 + 301;
+    expect(gate.gating).toBe(false);
+    expect(gate.filter(mic())[0]).toBe(1234);
+    expect(gate.stats).toEqual({ framesPassed: 2, framesSilenced: 2 });
+  });
+
+  it('ignores silent or near-silent playback (comfort noise)', () => {
+    let now = 0;
+    const gate = new EchoGate({ nowMs: () => now });
+    expect(gate.notePlayback(quiet())).toBe(false);
+    expect(gate.notePlayback(new Int16Array(960))).toBe(false);
+    now = 1;
+    expect(gate.gating).toBe(false);
+  });
+
+  it('passes the microphone through in full-duplex mode', () => {
+    const gate = new EchoGate({ mode: 'full-duplex', nowMs: () => 0 });
+    gate.notePlayback(loud());
+    expect(gate.gating).toBe(false);
+    expect(gate.filter(mic())[0]).toBe(1234);
+  });
+
+  it('reset forgets playback history', () => {
+    const gate = new EchoGate({ nowMs: () => 0 });
+    gate.notePlayback(loud());
+    expect(gate.gating).toBe(true);
+    gate.reset();
+    expect(gate.gating).toBe(false);
+  });
+
+  it('rejects a negative tail', () => {
+    expect(() => new EchoGate({ tailMs: -1 })).toThrow(RangeError);
+  });
+
+  it('isAudible compares RMS with the threshold', () => {
+    expect(isAudible(new Int16Array(960).fill(99), 100)).toBe(false);
+    expect(isAudible(new Int16Array(960).fill(101), 100)).toBe(true);
+  });
+});

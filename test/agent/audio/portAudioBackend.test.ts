@@ -1,0 +1,126 @@
+// PortAudio capture and playback on the virtual sound card: a tone played into the microphone is captured,
+// a tone written to the speaker is heard on its monitor.
+import { afterEach, describe, expect, it } from 'vitest';
+import { AudioDeviceError, type CaptureDevice, type PlaybackDevice } from '../../../src/agent/audio/audioDevice.js';
+import { classifyPortAudioError, PortAudioBackend, resolveDevice } from '../../../src/agent/audio/portAudioBackend.js';
+import { dominantFrequency, playIntoSink, rms, sleep, startRecording, tone, toneFraction, waitUntil } from '../../support/audioCapture.js';
+import { pactl, VIRTUAL } from '../../support/virtualAudio.js';
+
+const backend = new PortAudioBackend();
+const open: (CaptureDevice | PlaybackDevice)[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((d) => d.stop()));
+});
+
+describe('PortAudioBackend', () => {
+  it('lists the virtual card devices', () => {
+    const names = backend.listDevices().map((d) => d.name);
+    expect(names).toContain('default');
+    expect(names).toContain('pulse');
+    const def = backend.listDevices().find((d) => d.name === 'default')!;
+    expect(def.maxInputChannels).toBeGreaterThan(0);
+    expect(def.hostApi).toBe('ALSA');
+  });
+
+  it('captures a 440 Hz tone played into the microphone, in 960-sample frames', async () => {
+    const cap = backend.openCapture('default');
+    open.push(cap);
+    const frames: Int16Array[] = [];
+    let badSize = 0;
+    await cap.start((f) => {
+      if (f.length !== 960) badSize++;
+      frames.push(f.slice());
+    });
+    await sleep(200);
+    await playIntoSink(tone(440, 1000), VIRTUAL.micSink).done;
+    await sleep(200);
+    await cap.stop();
+    const all = new Int16Array(frames.length * 960);
+    frames.forEach((f, i) => all.set(f, i * 960));
+    expect(badSize).toBe(0);
+    expect(frames.length).toBeGreaterThan(50);
+    expect(dominantFrequency(all)).toBe(440);
+    expect(rms(all)).toBeGreaterThan(1000);
+  });
+
+  it('plays a 1 kHz tone to the speaker (heard on speaker.monitor)', async () => {
+    const pb = backend.openPlayback('default');
+    open.push(pb);
+    const t = tone(1000, 1000);
+    let i = -1; // frames of silence until the stream moves audio, then the tone, then silence
+    let handed = 0;
+    const silence = new Int16Array(960);
+    // Feed it the way the downlink does: the next frame each time the device took one.
+    pb.onHanded = () => {
+      handed++;
+      if (pb.queuedMs < 20) pb.write(i >= 0 && i < 50 ? t.subarray(i * 960, (i++ + 1) * 960) : (i >= 50 && i++, silence));
+    };
+    await pb.start();
+    pb.write(silence);
+    await waitUntil(() => handed >= 25, 5000, 'the speaker to take audio');
+    const rec = startRecording(VIRTUAL.speakerMonitor);
+    await sleep(150);
+    i = 0;
+    await waitUntil(() => i >= 60, 5000, 'the tone to be played');
+    await sleep(300);
+    const heard = await rec.stop();
+    expect(dominantFrequency(heard)).toBe(1000);
+    // All 50 frames of tone arrive clean: count 20 ms blocks that are (almost) pure 1 kHz. (Gaps from the
+    // virtual card's underruns on a loaded machine may split the tone, so blocks, not one window.)
+    let toneBlocks = 0;
+    for (let s = 0; s + 960 <= heard.length; s += 960) if (toneFraction(heard, 1000, s, s + 960) > 0.9) toneBlocks++;
+    expect(toneBlocks).toBeGreaterThanOrEqual(45);
+    expect(toneBlocks).toBeLessThanOrEqual(52);
+  });
+
+  it('stop() really closes the streams (PulseAudio no longer lists them) and they can be reopened', async () => {
+    const streams = async () =>
+      (await pactl('list', 'short', 'sink-inputs')).trim().split('\n').filter(Boolean).length +
+      (await pactl('list', 'short', 'source-outputs')).trim().split('\n').filter(Boolean).length;
+    const before = await streams();
+    for (let round = 0; round < 2; round++) {
+      const cap = backend.openCapture('default');
+      const pb = backend.openPlayback('default');
+      let frames = 0;
+      await cap.start(() => frames++);
+      await pb.start();
+      pb.write(new Int16Array(960));
+      await waitUntil(() => frames > 0, 5000, 'capture to start');
+      expect(await streams()).toBe(before + 2);
+      await cap.stop();
+      await pb.stop();
+      expect(await streams()).toBe(before);
+    }
+  });
+
+  it('a device name that matches nothing gives device_missing listing the available devices', () => {
+    let err: unknown;
+    try {
+      backend.openCapture('USB Audio CODEC');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AudioDeviceError);
+    expect((err as AudioDeviceError).code).toBe('device_missing');
+    expect((err as AudioDeviceError).message).toMatch(/"USB Audio CODEC".*"pulse".*"default"|"USB Audio CODEC".*"default"/);
+  });
+
+  it('chooses devices by exact name, then case-insensitive substring, and "default"', () => {
+    const devs = [
+      { id: 0, name: 'bcm2835 Headphones: - (hw:0,0)', maxInputChannels: 0, maxOutputChannels: 8, defaultSampleRate: 44100, hostApi: 'ALSA' },
+      { id: 1, name: 'USB Audio Device: - (hw:1,0)', maxInputChannels: 1, maxOutputChannels: 2, defaultSampleRate: 48000, hostApi: 'ALSA' },
+      { id: 2, name: 'usb', maxInputChannels: 0, maxOutputChannels: 2, defaultSampleRate: 48000, hostApi: 'ALSA' },
+    ];
+    expect(resolveDevice(devs, 'usb', 'output').id).toBe(2);
+    expect(resolveDevice(devs, 'USB AUDIO', 'output').id).toBe(1);
+    expect(resolveDevice(devs, 'usb', 'input').id).toBe(1); // 'usb' (id 2) has no input
+    expect(resolveDevice(devs, 'default', 'output')).toEqual({ id: -1, label: 'default' });
+    expect(() => resolveDevice(devs, 'headphones', 'input')).toThrow(/no input audio device/);
+  });
+
+  it('maps PortAudio errors to codes', () => {
+    expect(classifyPortAudioError(new Error('Could not open stream: Device unavailable'), 'x').code).toBe('device_busy');
+    expect(classifyPortAudioError(new Error('Invalid device'), 'x').code).toBe('device_missing');
+    expect(classifyPortAudioError(new Error('Format not supported: Unanticipated host error'), 'x').code).toBe('device_failed');
+  });
+});

@@ -1,0 +1,127 @@
+// Busy/missing/failing devices are retried, not fatal: a speaker and a microphone whose PulseAudio sink/source
+// does not exist yet open once it appears, and a speaker whose stream is killed mid-call while its sink is
+// gone recovers once the sink is back. PULSE_SINK / PULSE_SOURCE point the ALSA "default" device at a named
+// sink/source, so unloading and loading it is a USB card being unplugged and plugged in again. (Unloading alone
+// would not fail the stream: PulseAudio moves it to another sink. Killing the stream is what the card's
+// disappearance does to an ALSA hw device.)
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/common/logger.js';
+import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
+import { ResilientCapture, ResilientPlayback, type DeviceState } from '../../../src/agent/audio/resilientDevice.js';
+import { dominantFrequency, playIntoSink, pulseCli, sleep, startRecording, tone, waitUntil } from '../../support/audioCapture.js';
+import { pactl } from '../../support/virtualAudio.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+function collectingLogger() {
+  const lines: { level: number; msg: string; code?: string }[] = [];
+  const logger = createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(JSON.parse(s)) } });
+  return { logger, lines };
+}
+
+async function loadNullSink(name: string): Promise<string> {
+  const id = (await pactl('load-module', 'module-null-sink', `sink_name=${name}`, 'rate=48000')).trim();
+  return id;
+}
+
+function withEnv(name: string, value: string): void {
+  const old = process.env[name];
+  process.env[name] = value;
+  cleanups.push(async () => {
+    if (old === undefined) delete process.env[name];
+    else process.env[name] = old;
+  });
+}
+
+const backend = new PortAudioBackend({ stallMs: 800 });
+
+describe('ResilientPlayback', () => {
+  it('retries a missing speaker until it appears, and recovers when it fails mid-stream', async () => {
+    withEnv('PULSE_SINK', 'late_speaker');
+    const { logger, lines } = collectingLogger();
+    const states: DeviceState[] = [];
+    const pb = new ResilientPlayback({ backend, deviceName: 'default', logger, minBackoffMs: 100, maxBackoffMs: 300 });
+    pb.onStateChange = (s) => states.push(s);
+    let handed = 0;
+    pb.onHanded = () => handed++;
+    /** The stream really moves audio (PulseAudio takes up to ~1 s after opening). */
+    const flowing = async () => {
+      const from = handed;
+      await waitUntil(() => handed >= from + 25, 5000, 'the speaker to play');
+    };
+    cleanups.push(() => pb.stop());
+    await pb.start(); // does not throw
+    expect(pb.state).toBe('retrying');
+    expect(pb.lastError?.code).toBeDefined();
+    await sleep(1000); // several attempts fail meanwhile
+    expect(pb.stats.failures).toBeGreaterThanOrEqual(3);
+
+    let moduleId = await loadNullSink('late_speaker');
+    cleanups.push(() => pactl('unload-module', moduleId));
+    await pb.whenOpen();
+
+    // Keep it fed like the downlink does, and check the sink really plays it.
+    const t = tone(1000, 60_000);
+    let i = 0;
+    const feed = setInterval(() => {
+      while (pb.queuedMs < 20 && pb.state === 'open') pb.write(t.subarray((i % 3000) * 960, ((i++ % 3000) + 1) * 960));
+    }, 5);
+    cleanups.push(async () => clearInterval(feed));
+    await flowing();
+    const rec = startRecording('late_speaker.monitor');
+    await sleep(1500);
+    expect(dominantFrequency(await rec.stop())).toBe(1000);
+
+    // The "card" disappears mid-stream (sink gone, stream killed), then comes back.
+    const sinkIndex = (await pactl('list', 'short', 'sinks')).split('\n').find((l) => l.split('\t')[1] === 'late_speaker')!.split('\t')[0];
+    const streams = (await pactl('list', 'short', 'sink-inputs')).split('\n').filter((l) => l.split('\t')[1] === sinkIndex).map((l) => l.split('\t')[0]);
+    expect(streams.length).toBe(1);
+    await pactl('unload-module', moduleId);
+    await pulseCli(`kill-sink-input ${streams[0]}`);
+    await waitUntil(() => pb.state === 'retrying', 5000, 'the failure to be noticed');
+    await sleep(500);
+    moduleId = await loadNullSink('late_speaker');
+    await waitUntil(() => pb.state === 'open', 5000, 'the speaker to reopen');
+    await flowing();
+    const rec2 = startRecording('late_speaker.monitor');
+    await sleep(1500);
+    expect(dominantFrequency(await rec2.stop())).toBe(1000);
+
+    // One log line per state change, not one per attempt: a warning each time it became unavailable (twice
+    // here, plus once more if the loaded machine stalled the stream), an info line each time it came back.
+    const outages = states.filter((st, i) => st === 'retrying' && states[i - 1] !== 'retrying').length;
+    const warns = lines.filter((l) => l.level === 40);
+    expect(outages).toBeGreaterThanOrEqual(2);
+    expect(warns.length).toBe(outages);
+    expect(warns[0].msg).toMatch(/speaker device unavailable/);
+    expect(lines.filter((l) => /device is back/.test(l.msg)).length).toBe(states.filter((st) => st === 'open').length);
+    expect(pb.stats.failures).toBeGreaterThan(warns.length + 2); // many failed attempts, few lines
+    expect(pb.lastError).toBeUndefined();
+  });
+});
+
+describe('ResilientCapture', () => {
+  it('opens a microphone that appears late and hears it', async () => {
+    withEnv('PULSE_SOURCE', 'late_mic.monitor');
+    const { logger, lines } = collectingLogger();
+    const cap = new ResilientCapture({ backend, deviceName: 'default', logger, minBackoffMs: 100, maxBackoffMs: 300 });
+    cleanups.push(() => cap.stop());
+    const frames: Int16Array[] = [];
+    await cap.start((f) => frames.push(f.slice()));
+    expect(cap.state).toBe('retrying');
+    await sleep(600);
+    const moduleId = await loadNullSink('late_mic');
+    cleanups.push(() => pactl('unload-module', moduleId));
+    await cap.whenOpen();
+    await waitUntil(() => frames.length >= 10, 5000, 'the microphone to deliver audio');
+    const from = frames.length;
+    await playIntoSink(tone(440, 1000), 'late_mic').done;
+    const heard = new Int16Array((frames.length - from) * 960);
+    frames.slice(from).forEach((f, i) => heard.set(f, i * 960));
+    expect(dominantFrequency(heard)).toBe(440);
+    expect(lines.filter((l) => l.level === 40).length).toBe(1);
+  });
+});

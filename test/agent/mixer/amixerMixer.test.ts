@@ -1,0 +1,155 @@
+// The amixer mixer against real amixer on the virtual card (control Master, via the PulseAudio ALSA plugin),
+// and its parser against the output shapes of a Pi (PCM, mono, dB) and a USB card (Speaker, no switch).
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AmixerMixer, chooseControl, parseScontents } from '../../../src/agent/mixer/amixerMixer.js';
+import { MixerError } from '../../../src/agent/mixer/mixer.js';
+import { VIRTUAL } from '../../support/virtualAudio.js';
+
+const fixture = (name: string) => readFileSync(path.join(import.meta.dirname, '../../fixtures/amixer', name), 'utf8');
+
+async function expectMixerError(p: Promise<unknown>, code: MixerError['code'], message?: RegExp): Promise<MixerError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(MixerError);
+  expect((err as MixerError).code).toBe(code);
+  if (message) expect((err as MixerError).message).toMatch(message);
+  return err as MixerError;
+}
+
+describe('AmixerMixer on the virtual card', () => {
+  let restore: number;
+  beforeAll(async () => {
+    restore = (await new AmixerMixer({ control: VIRTUAL.mixerControl }).get()).volumePercent;
+  });
+  afterAll(async () => {
+    const m = new AmixerMixer({ control: VIRTUAL.mixerControl });
+    await m.setMuted(false);
+    await m.setVolume(restore);
+  });
+
+  it('sets 40 % and reads back 40 %, and other levels too', async () => {
+    const m = new AmixerMixer({ control: 'Master' });
+    expect(await m.setVolume(40)).toEqual({ volumePercent: 40, muted: false });
+    expect((await m.get()).volumePercent).toBe(40);
+    expect((await m.setVolume(73)).volumePercent).toBe(73);
+    expect((await m.setVolume(0)).volumePercent).toBe(0);
+    expect((await m.setVolume(100)).volumePercent).toBe(100);
+  });
+
+  it('clamps to 0..100 and rejects non-numbers', async () => {
+    const m = new AmixerMixer({ control: 'Master' });
+    expect((await m.setVolume(140)).volumePercent).toBe(100);
+    expect((await m.setVolume(-5)).volumePercent).toBe(0);
+    await expectMixerError(m.setVolume(Number.NaN), 'mixer_failed', /between 0 and 100/);
+  });
+
+  it('mutes and unmutes with the switch, keeping the level', async () => {
+    const m = new AmixerMixer({ control: 'Master' });
+    await m.setVolume(55);
+    expect(await m.setMuted(true)).toEqual({ volumePercent: 55, muted: true });
+    expect((await m.get()).muted).toBe(true);
+    expect(await m.setMuted(false)).toEqual({ volumePercent: 55, muted: false });
+  });
+
+  it('serializes concurrent calls: the last set wins and every result is a level that was set', async () => {
+    const m = new AmixerMixer({ control: 'Master' });
+    const results = await Promise.all([m.setVolume(10), m.setVolume(20), m.setVolume(30)]);
+    expect(results.map((r) => r.volumePercent)).toEqual([10, 20, 30]);
+    expect((await m.get()).volumePercent).toBe(30);
+  });
+
+  it('chooses Master automatically and describes itself', async () => {
+    const m = new AmixerMixer();
+    expect(m.description).toBe('card default, control (automatic)');
+    await m.setVolume(45);
+    expect(m.description).toBe('card default, control Master');
+    expect((await new AmixerMixer({ control: 'Master' }).get()).volumePercent).toBe(45);
+  });
+
+  it('an unknown control gives control_not_found listing the available controls', async () => {
+    const m = new AmixerMixer({ control: 'Speaker' });
+    await expectMixerError(m.get(), 'control_not_found', /"Speaker" not found.*available|"Speaker" not found.*playback volume: Master/);
+    await expectMixerError(m.setVolume(40), 'control_not_found', /Master/);
+  });
+
+  it('an unknown card gives mixer_not_found', async () => {
+    await expectMixerError(new AmixerMixer({ card: 7, control: 'PCM' }).get(), 'mixer_not_found', /card 7/);
+    await expectMixerError(new AmixerMixer({ card: 'NoSuchCard' }).get(), 'mixer_not_found');
+    expect(() => new AmixerMixer({ card: -1 })).toThrow(MixerError);
+  });
+
+  it('a missing amixer binary gives mixer_failed naming alsa-utils', async () => {
+    await expectMixerError(new AmixerMixer({ amixerPath: '/nonexistent/amixer', control: 'Master' }).get(), 'mixer_failed', /alsa-utils/);
+  });
+});
+
+describe('AmixerMixer on a USB card without a mute switch (FakeAmixerUsb, see test/support/fakeAmixerUsb.mjs)', () => {
+  const fake = path.join(import.meta.dirname, '../../support/fakeAmixerUsb.mjs');
+  const state = path.join(mkdtempSync(path.join(tmpdir(), 'fake-amixer-')), 'level');
+  beforeAll(() => {
+    process.env.FAKE_AMIXER_STATE = state;
+  });
+  afterAll(() => {
+    delete process.env.FAKE_AMIXER_STATE;
+  });
+
+  it('picks Speaker automatically, reports the level the coarse steps allow, and emulates mute with volume 0', async () => {
+    const m = new AmixerMixer({ card: 1, amixerPath: fake });
+    // 60 % is between steps 22 and 23 of 37: the level in force, read back, is 59 %.
+    expect(await m.setVolume(60)).toEqual({ volumePercent: 59, muted: false });
+    expect(m.description).toBe('card 1, control Speaker');
+    expect(await m.setMuted(true)).toEqual({ volumePercent: 0, muted: true });
+    expect(readFileSync(state, 'utf8')).toBe('0');
+    expect(await m.setMuted(false)).toEqual({ volumePercent: 59, muted: false });
+    // A level set while muted ends the emulated mute.
+    await m.setMuted(true);
+    expect(await m.setVolume(30)).toEqual({ volumePercent: 30, muted: false });
+    expect(await m.setMuted(false)).toEqual({ volumePercent: 30, muted: false });
+  });
+
+  it('names the available controls when the configured one is missing', async () => {
+    const m = new AmixerMixer({ card: 1, control: 'PCM', amixerPath: fake });
+    await expectMixerError(m.setVolume(40), 'control_not_found', /"PCM" not found on card 1; controls with a playback volume: Speaker$/);
+  });
+});
+
+describe('amixer output parser', () => {
+  it('parses a Pi PCM control: mono, dB, switch', () => {
+    const [pcm] = parseScontents(fixture('pi-headphones-pcm.txt'));
+    expect(pcm).toMatchObject({ name: 'PCM', index: 0, hasPlaybackVolume: true, hasPlaybackSwitch: true });
+    expect(pcm.channels).toEqual([{ name: 'Mono', percent: 77, db: -20, on: true }]);
+  });
+
+  it('parses a USB Speaker control without a switch, stereo with different levels', () => {
+    const [spk] = parseScontents(fixture('usb-speaker-noswitch.txt'));
+    expect(spk).toMatchObject({ name: 'Speaker', hasPlaybackVolume: true, hasPlaybackSwitch: false });
+    expect(spk.channels).toEqual([
+      { name: 'Front Left', percent: 81, db: -7, on: undefined },
+      { name: 'Front Right', percent: 76, db: -9, on: undefined },
+    ]);
+  });
+
+  it('parses the virtual card (stereo Master, no dB) and ignores capture lines', () => {
+    const controls = parseScontents(
+      "Simple mixer control 'Master',0\n  Capabilities: pvolume pswitch pswitch-joined\n  Playback channels: Front Left - Front Right\n  Limits: Playback 0 - 65536\n  Mono:\n  Front Left: Playback 26214 [40%] [on]\n  Front Right: Playback 26214 [40%] [on]\nSimple mixer control 'Capture',0\n  Capabilities: cvolume cswitch cswitch-joined\n  Capture channels: Front Left - Front Right\n  Limits: Capture 0 - 65536\n  Front Left: Capture 65536 [100%] [on]\n  Front Right: Capture 65536 [100%] [on]\n",
+    );
+    expect(controls.map((c) => [c.name, c.hasPlaybackVolume, c.channels.length])).toEqual([
+      ['Master', true, 2],
+      ['Capture', false, 0],
+    ]);
+    expect(controls[0].channels.every((c) => c.percent === 40 && c.on === true)).toBe(true);
+  });
+
+  it('chooses PCM on a Pi and Speaker on a USB card (skipping switch-only and capture controls)', () => {
+    expect(chooseControl(parseScontents(fixture('pi-headphones-scontents.txt')))).toBe('PCM');
+    expect(chooseControl(parseScontents(fixture('usb-scontents.txt')))).toBe('Speaker');
+    const odd = parseScontents("Simple mixer control 'Line Out',0\n  Capabilities: pvolume\n  Playback channels: Mono\n  Mono: Playback 3 [10%]\n");
+    expect(chooseControl(odd)).toBe('Line Out');
+    expect(chooseControl(parseScontents(''))).toBeUndefined();
+  });
+});

@@ -1,0 +1,91 @@
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AgentError } from '../../src/agent/errors.js';
+import { ENV_OVERRIDES, isLoopbackUrl, loadSettings, openConfigStore, requireServerSettings } from '../../src/agent/settings.js';
+
+const tmp = () => mkdtemp(path.join(os.tmpdir(), 'settings-'));
+
+describe('settings', () => {
+  it('defaults without a file; systemd and home directories', async () => {
+    const dir = await tmp();
+    const r = loadSettings({ configDir: dir, env: { STATE_DIRECTORY: '/var/lib/speaker-agent' } });
+    expect(r.settings.audio.captureDevice).toBe('default');
+    expect(r.settings.audio.duplex).toBe('half');
+    expect(r.settings.mixer.card).toBe('default');
+    expect(r.settings.mixer.control).toBeUndefined();
+    expect(r.settings.call.livenessTimeoutMs).toBe(5000);
+    expect(r.stateDir).toBe('/var/lib/speaker-agent');
+    expect(loadSettings({ configDir: dir, env: {} }).stateDir).toBe(path.join(os.homedir(), '.local/state/speaker-agent'));
+    expect(() => requireServerSettings(r.settings)).toThrow(/workspace key/);
+  });
+
+  it('reads config.json and lets environment variables override it', async () => {
+    const dir = await tmp();
+    await writeFile(
+      path.join(dir, 'config.json'),
+      JSON.stringify({ server: { url: 'https://voice.example.com', workspaceKey: 'file-key' }, mixer: { control: 'PCM' } }),
+    );
+    const r = loadSettings({
+      configDir: dir,
+      env: { SPEAKER_AGENT_WORKSPACE_KEY: 'env-key', SPEAKER_AGENT_LIVENESS_TIMEOUT_MS: '3000', SPEAKER_AGENT_STATE_DIR: '/tmp/st' },
+    });
+    expect(r.settings.server.url).toBe('https://voice.example.com');
+    expect(r.settings.server.workspaceKey).toBe('env-key');
+    expect(r.settings.mixer.control).toBe('PCM');
+    expect(r.settings.call.livenessTimeoutMs).toBe(3000);
+    expect(r.stateDir).toBe('/tmp/st');
+  });
+
+  it('a corrupt config file is a clear config_invalid error and is left as it was', async () => {
+    const dir = await tmp();
+    await writeFile(path.join(dir, 'config.json'), '{"server": {"url": ');
+    let err: AgentError | undefined;
+    try {
+      loadSettings({ configDir: dir, env: {} });
+    } catch (e) {
+      err = e as AgentError;
+    }
+    expect(err?.code).toBe('config_invalid');
+    expect(err?.message).toContain(path.join(dir, 'config.json'));
+    expect(await readFile(path.join(dir, 'config.json'), 'utf8')).toBe('{"server": {"url": ');
+  });
+
+  it('invalid values name the setting', async () => {
+    const dir = await tmp();
+    expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_DUPLEX: 'sometimes' } })).toThrow(/audio\.duplex/);
+    expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_SERVER_URL: 'not a url' } })).toThrow(/server\.url/);
+    expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_LIVENESS_TIMEOUT_MS: 'soon' } })).toThrow(/call\.livenessTimeoutMs/);
+  });
+
+  it('writes config.json with mode 0600', async () => {
+    const dir = await tmp();
+    const store = openConfigStore(dir);
+    store.set('server.workspaceKey', 'k');
+    expect((await stat(path.join(dir, 'config.json'))).mode & 0o777).toBe(0o600);
+    expect(loadSettings({ configDir: dir, env: {} }).settings.server.workspaceKey).toBe('k');
+  });
+
+  it('every environment override maps to a real setting', async () => {
+    const dir = await tmp();
+    const values: Record<string, string> = {
+      SPEAKER_AGENT_SERVER_URL: 'http://127.0.0.1:9', SPEAKER_AGENT_DUPLEX: 'full', SPEAKER_AGENT_LOG_LEVEL: 'debug',
+      SPEAKER_AGENT_LOOPBACK_CANDIDATES: 'never', SPEAKER_AGENT_ECHO_TAIL_MS: '123', SPEAKER_AGENT_LIVENESS_TIMEOUT_MS: '4000',
+    };
+    const env: Record<string, string> = {};
+    for (const o of ENV_OVERRIDES) env[o.env] = values[o.env] ?? `v-${o.env}`;
+    const r = loadSettings({ configDir: dir, env });
+    for (const o of ENV_OVERRIDES.filter((x) => !x.key.startsWith('('))) {
+      const v = o.key.split('.').reduce<unknown>((acc, k) => (acc as Record<string, unknown>)[k], r.settings);
+      expect(String(v), o.env).toBe(values[o.env] ?? `v-${o.env}`);
+    }
+  });
+
+  it('recognises loopback server URLs', () => {
+    expect(isLoopbackUrl('http://127.0.0.1:8080')).toBe(true);
+    expect(isLoopbackUrl('http://localhost:1')).toBe(true);
+    expect(isLoopbackUrl('http://[::1]:1')).toBe(true);
+    expect(isLoopbackUrl('https://voice.example.com')).toBe(false);
+  });
+});

@@ -1,0 +1,132 @@
+// `speaker-agent run` as a real process: sd_notify READY=1 and WATCHDOG=1 arrive on a NOTIFY_SOCKET this test
+// binds (a real unix datagram socket), `status` reads the daemon's socket, SIGTERM closes the call so the
+// companion server sees the peer go and the process exits 0 after STOPPING=1. And the README's first
+// command: `run --demo` with no server configured and a scripted user.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep } from '../support/audioCapture.js';
+import { deviceDirs, enrollDevice, json, runCli, spawnCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { startNotifyReceiver } from '../support/notifySocket.js';
+
+let companion: TestCompanion;
+let dev: DeviceDirs;
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'sa-run-'));
+beforeAll(async () => {
+  companion = await startTestCompanion();
+  dev = deviceDirs();
+  await enrollDevice(dev, companion);
+}, 90_000);
+afterAll(async () => {
+  dev.remove();
+  await companion.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+interface Status {
+  state: string;
+  clientId: string;
+  secretFingerprint: string;
+  server: string;
+  pid: number;
+  watchdogPings: number;
+}
+
+async function statusOf(env: NodeJS.ProcessEnv): Promise<Status | undefined> {
+  const r = await runCli(['status', '--json'], env);
+  return r.code === 0 ? json<Status>(r) : undefined;
+}
+
+describe('speaker-agent run (daemon)', () => {
+  it('notifies systemd, serves its status, and shuts down cleanly on SIGTERM', async () => {
+    const rx = await startNotifyReceiver(path.join(tmp, 'notify.sock'));
+    const child = spawnCli(['run'], { ...dev.env, NOTIFY_SOCKET: rx.address, WATCHDOG_USEC: '1000000', SPEAKER_AGENT_LOG_LEVEL: 'info' });
+    let stdout = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      expect(await rx.waitFor((m) => m.startsWith('READY=1'), 30_000)).toMatch(/^READY=1\nSTATUS=running/);
+      await rx.waitFor((m) => m === 'WATCHDOG=1', 10_000);
+
+      // status from the daemon's socket, until the call is up
+      let st: Status | undefined;
+      for (let i = 0; i < 40 && st?.state !== 'connected'; i++) {
+        st = await statusOf(dev.env);
+        if (st?.state !== 'connected') await sleep(500);
+      }
+      expect(st?.state).toBe('connected');
+      expect(st!.pid).toBe(child.pid);
+      expect(st!.server).toBe(companion.url);
+      expect(st!.watchdogPings).toBeGreaterThan(0);
+      const enrolled = json<{ clientId: string; secretFingerprint: string }>(await runCli(['enroll', '--check', '--json'], dev.env));
+      expect(st!.clientId).toBe(enrolled.clientId);
+      expect(st!.secretFingerprint).toBe(enrolled.secretFingerprint);
+      const human = await runCli(['status'], dev.env);
+      expect(human.stdout).toMatch(/^call:\s+connected/m);
+      expect(human.stdout).toContain(`client id:   ${enrolled.clientId}`);
+      expect(rx.messages.some((m) => m.startsWith('STATUS=call connected'))).toBe(true);
+
+      // journald gets JSON lines only (native printf output is kept off stdout)
+      for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
+      expect(stdout).toContain('"msg":"call connected"');
+
+      const endedBefore = companion.logs.filter((l) => l.msg === 'call ended').length;
+      child.kill('SIGTERM');
+      await rx.waitFor((m) => m.startsWith('STOPPING=1'), 5_000);
+      expect(await exited).toBe(0);
+      // the server saw the peer go (not its 60 s idle timeout)
+      for (let i = 0; i < 100 && companion.logs.filter((l) => l.msg === 'call ended').length === endedBefore; i++) await sleep(50);
+      const ended = companion.logs.filter((l) => l.msg === 'call ended').slice(endedBefore);
+      expect(ended.length, JSON.stringify(companion.logs.slice(-8).map((l) => [l.msg, l.reason, l.detail]))).toBeGreaterThan(0);
+      expect(ended[0]).toMatchObject({ reason: 'transport', detail: 'data channel closed' });
+
+      const gone = await runCli(['status'], dev.env);
+      expect(gone.code).toBe(5);
+      expect(gone.stderr).toMatch(/the agent is not running/);
+    } finally {
+      child.kill('SIGKILL');
+      rx.close();
+    }
+  }, 120_000);
+
+  it('a second daemon on the same status socket refuses to start', async () => {
+    const first = spawnCli(['run'], dev.env);
+    try {
+      let st: Status | undefined;
+      for (let i = 0; i < 40 && !st; i++) {
+        st = await statusOf(dev.env);
+        if (!st) await sleep(500);
+      }
+      expect(st).toBeDefined();
+      const second = await runCli(['run'], dev.env);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/another speaker-agent is already running/);
+    } finally {
+      first.kill('SIGTERM');
+      await new Promise((r) => first.on('exit', r));
+    }
+  }, 120_000);
+});
+
+describe('speaker-agent run --demo (the README\'s first command)', () => {
+  it('with no server configured: local companion, enrollment, a scripted user, the volume set to 40 %', async () => {
+    const fresh = deviceDirs();
+    try {
+      await runCli(['volume', 'set', '75'], fresh.env);
+      const r = await runCli(['run', '--demo', '--demo-timeout', '60'], fresh.env, 110_000);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/started a local companion server at http:\/\/127\.0\.0\.1:\d+/);
+      expect(r.stdout).toMatch(/\[call connected\]/);
+      expect(r.stdout).toMatch(/you\s+set the volume to forty percent/);
+      expect(r.stdout).toMatch(/function\s+set_device_volume \{"volume_level":40\} -> volume now 40%/);
+      expect(r.stdout).toMatch(/assistant\s+\S+/);
+      expect(r.stdout).toMatch(/demo\s+done: .*mixer reads 40%/);
+      expect(json<{ volumePercent: number }>(await runCli(['volume', '--json'], fresh.env)).volumePercent).toBe(40);
+      // the human conversation owns stdout: no JSON log lines in it
+      expect(r.stdout).not.toMatch(/^\{/m);
+    } finally {
+      fresh.remove();
+    }
+  }, 150_000);
+});

@@ -1,0 +1,215 @@
+// The CLI against a real companion server (HTTP, SQLite, espeak-ng, pocketsphinx, WebRTC) and the virtual
+// sound card: enroll (TOFU), voices, say, stories, the companion admin commands, and doctor passing, then
+// failing with the right fix when the server is down, the secret is wrong, or the mixer control is missing.
+// Each test spawns several real processes (~1-3 s each on a loaded machine): hence the longer timeouts.
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { playIntoSink, rms, startRecording, tone } from '../support/audioCapture.js';
+import { deviceDirs, enrollDevice, json, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { pactl, VIRTUAL } from '../support/virtualAudio.js';
+
+let companion: TestCompanion;
+let dev: DeviceDirs;
+beforeAll(async () => {
+  companion = await startTestCompanion();
+  dev = deviceDirs();
+}, 60_000);
+afterAll(async () => {
+  dev.remove();
+  await companion.close();
+});
+
+interface Check {
+  name: string;
+  status: string;
+  detail: string;
+  fix?: string;
+}
+
+describe('enroll', () => {
+  it('saves the server and key, creates the identity (0600) and is accepted; a second run changes nothing', async () => {
+    const r = await enrollDevice(dev, companion);
+    const j = json<{ verdict: string; identityCreated: boolean; configChanged: string[]; clientId: string; secretFingerprint: string }>(r);
+    expect(j).toMatchObject({ verdict: 'accepted', identityCreated: true, configChanged: ['server.url', 'server.workspaceKey'] });
+    expect(r.stdout).not.toContain(companion.workspaceKey);
+    const identity = JSON.parse(readFileSync(path.join(dev.stateDir, 'identity.json'), 'utf8')) as { clientSecret: string };
+    expect(r.stdout + r.stderr).not.toContain(identity.clientSecret);
+
+    const again = json<{ verdict: string; identityCreated: boolean; configChanged: string[]; clientId: string }>(await enrollDevice(dev, companion));
+    expect(again).toMatchObject({ verdict: 'accepted', identityCreated: false, configChanged: [], clientId: j.clientId });
+
+    const check = await runCli(['enroll', '--check'], dev.env);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain(`client ${j.clientId}`);
+    const human = await runCli(['enroll'], dev.env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/accepted this device/);
+  }, 120_000);
+
+  it('enroll --check without a configuration exits 3; an unreachable server exits 5', async () => {
+    const fresh = deviceDirs();
+    try {
+      expect((await runCli(['enroll', '--check'], fresh.env)).code).toBe(3);
+      const r = await runCli(['enroll', '--server-url', 'http://127.0.0.1:9', '--json'], { ...fresh.env, SPEAKER_AGENT_WORKSPACE_KEY: 'wk_x' });
+      expect(r.code).toBe(5);
+      expect(json<{ verdict: string }>(r).verdict).toBe('unreachable');
+      expect((await runCli(['enroll', '--server-url', 'not a url'], fresh.env)).code).toBe(3);
+    } finally {
+      fresh.remove();
+    }
+  }, 120_000);
+});
+
+describe('voices, say, stories', () => {
+  it('voices lists the workspace voices', async () => {
+    const j = json<{ voices: { voice_id: string; name: string; category: string }[] }>(await runCli(['voices', '--json'], dev.env));
+    expect(j.voices.map((v) => v.name)).toEqual(expect.arrayContaining(['Storyteller', 'Narrator']));
+    const h = await runCli(['voices'], dev.env);
+    expect(h.stdout).toMatch(/Storyteller\s+workspace/);
+  }, 60_000);
+
+  it('say synthesises with word timestamps and plays it on the speaker', async () => {
+    // what the monitor records is after the sink volume, which other tests change
+    await pactl('set-sink-mute', VIRTUAL.speakerSink, '0');
+    await pactl('set-sink-volume', VIRTUAL.speakerSink, '100%');
+    const rec = startRecording(VIRTUAL.speakerMonitor);
+    const r = await runCli(['say', 'Dinner is ready', '--json'], dev.env);
+    const played = await rec.stop();
+    expect(r.code, r.stderr).toBe(0);
+    const j = json<{ timestamps: { word: string; start_ms: number }[]; duration_seconds: number }>(r);
+    expect(j.timestamps.map((t) => t.word)).toEqual(['Dinner', 'is', 'ready']);
+    expect(rms(played)).toBeGreaterThan(200);
+    const h = await runCli(['say', 'Hello there', '--no-play'], dev.env);
+    expect(h.stdout).toMatch(/ms {2}Hello\n.*ms {2}there/);
+    expect((await runCli(['say', '   '], dev.env)).code).toBe(2);
+  }, 120_000);
+
+  it('stories lists and reads a story aloud; a missing slug is an error from the server', async () => {
+    const list = json<{ stories: { slug: string }[] }>(await runCli(['stories', '--json'], dev.env));
+    expect(list.stories.length).toBeGreaterThan(0);
+    const slug = list.stories[0].slug;
+    expect((await runCli(['stories', 'list'], dev.env)).stdout).toContain(slug);
+    const read = await runCli(['stories', 'read', slug, '--no-play', '--json'], dev.env);
+    expect(read.code, read.stderr).toBe(0);
+    const j = json<{ narration: { durationMs: number; sampleRate: number } }>(read);
+    expect(j.narration.durationMs).toBeGreaterThan(1000);
+    const missing = await runCli(['stories', 'read', 'no-such-story'], dev.env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('STORY_NOT_FOUND');
+  }, 120_000);
+});
+
+describe('companion admin commands', () => {
+  it('workspace, client, voice and story administration on a data directory', async () => {
+    const dd = ['--data-dir', path.join(dev.root, 'companion-data')];
+    const created = json<{ key: string; workspace: { name: string } }>(await runCli(['companion', 'workspace', 'create', 'kitchen', ...dd, '--json'], dev.env));
+    expect(created.key).toMatch(/^wk_/);
+    const list = json<{ workspaces: { name: string; keyFingerprint: string }[] }>(await runCli(['companion', 'workspace', 'list', ...dd, '--json'], dev.env));
+    expect(list.workspaces.map((w) => w.name)).toEqual(['kitchen']);
+    expect(JSON.stringify(list)).not.toContain(created.key);
+    const key1 = await runCli(['companion', 'workspace', 'ensure-default', ...dd, '--print-key'], dev.env);
+    const key2 = await runCli(['companion', 'workspace', 'ensure-default', ...dd, '--print-key'], dev.env);
+    expect(key1.stdout.trim()).toMatch(/^wk_/);
+    expect(key2.stdout).toBe(key1.stdout);
+    const voice = json<{ name: string }>(
+      await runCli(['companion', 'voice', 'design', ...dd, '--workspace', 'kitchen', '--name', 'Calm', '--design', 'a calm low male voice', '--json'], dev.env),
+    );
+    expect(voice.name).toBe('Calm');
+    expect((await runCli(['companion', 'voice', 'list', ...dd, '--workspace', 'kitchen'], dev.env)).stdout).toMatch(/Calm\s+workspace/);
+    const storyFile = path.join(dev.root, 'stories.json');
+    writeFileSync(storyFile, JSON.stringify([{ slug: 'tiny', name: 'Tiny', transcript: 'Once upon a time.' }]));
+    const imp = json<{ imported: { slug: string }[] }>(await runCli(['companion', 'story', 'import', storyFile, ...dd, '--workspace', 'kitchen', '--json'], dev.env));
+    expect(imp.imported.map((s) => s.slug)).toEqual(['tiny']);
+    const bad = await runCli(['companion', 'client', 'reset', '00000000-0000-4000-8000-000000000000', ...dd], dev.env);
+    expect(bad.code).toBe(3);
+    expect(bad.stderr).toMatch(/no client/);
+    // the server's own clients: the device enrolled above is listed
+    const clients = json<{ clients: { id: string; enrolled: boolean }[] }>(await runCli(['companion', 'client', 'list', '--data-dir', companion.dataDir, '--json'], dev.env));
+    expect(clients.clients.some((c) => c.enrolled)).toBe(true);
+  }, 180_000);
+});
+
+describe('doctor', () => {
+  const micTone = () => playIntoSink(tone(300, 20_000, 6000), VIRTUAL.micSink);
+
+  it('passes against the virtual sound card and the companion server', async () => {
+    const t = micTone();
+    const r = await runCli(['doctor', '--json'], dev.env, 60_000);
+    await t.stop();
+    const j = json<{ ok: boolean; checks: Check[] }>(r);
+    const byName = Object.fromEntries(j.checks.map((c) => [c.name, c]));
+    for (const name of ['config', 'identity', 'node', 'addon: PortAudio', 'addon: Opus', 'capture', 'playback', 'mixer', 'server reachable', 'clock', 'device headers (TOFU)', 'realtime call']) {
+      expect(byName[name]?.status, `${name}: ${byName[name]?.detail}`).toBe('pass');
+    }
+    expect(byName['realtime call'].detail).toMatch(/data channel up/);
+    expect(j.ok).toBe(true);
+    expect(r.code).toBe(0);
+  }, 120_000);
+
+  it('human output is a table; a muted microphone (digital silence) fails with a fix', async () => {
+    await pactl('set-source-mute', VIRTUAL.micSource, '1');
+    const r = await runCli(['doctor', '--skip-call'], dev.env, 60_000).finally(() => pactl('set-source-mute', VIRTUAL.micSource, '0'));
+    expect(r.stdout).toMatch(/^check\s+result\s+detail/m);
+    expect(r.stdout).toMatch(/^capture\s+FAIL\s+default delivers digital silence/m);
+    expect(r.stdout).toMatch(/How to fix:\n.*capture: is a microphone connected/);
+    expect(r.code).toBe(6);
+  }, 120_000);
+
+  it('fails with the fix when the server is down (exit 5)', async () => {
+    const t = micTone();
+    const r = await runCli(['doctor', '--json'], { ...dev.env, SPEAKER_AGENT_SERVER_URL: 'http://127.0.0.1:9' }, 60_000);
+    await t.stop();
+    const j = json<{ ok: boolean; checks: Check[] }>(r);
+    const c = j.checks.find((x) => x.name === 'server reachable')!;
+    expect(c.status).toBe('fail');
+    expect(c.fix).toMatch(/server URL/);
+    expect(j.checks.find((x) => x.name === 'realtime call')).toBeUndefined();
+    expect(r.code).toBe(5);
+  }, 120_000);
+
+  it('fails with the TOFU fix when the secret is wrong (exit 4)', async () => {
+    const wrong = deviceDirs();
+    try {
+      await enrollDevice(wrong, companion);
+      const file = path.join(wrong.stateDir, 'identity.json');
+      const id = JSON.parse(readFileSync(file, 'utf8')) as { clientSecret: string };
+      writeFileSync(file, JSON.stringify({ ...id, clientSecret: 'x'.repeat(43) }), { mode: 0o600 });
+      const t = micTone();
+      const r = await runCli(['doctor', '--json'], wrong.env, 60_000);
+      await t.stop();
+      const c = json<{ checks: Check[] }>(r).checks.find((x) => x.name === 'device headers (TOFU)')!;
+      expect(c.status).toBe('fail');
+      expect(c.fix).toMatch(/restore identity\.json from a backup/);
+      expect(r.code).toBe(4);
+      expect(r.stdout).not.toContain('x'.repeat(43));
+    } finally {
+      wrong.remove();
+    }
+  }, 120_000);
+
+  it('fails naming the existing controls when the mixer control does not exist (exit 6)', async () => {
+    const t = micTone();
+    const r = await runCli(['doctor', '--json', '--skip-call'], { ...dev.env, SPEAKER_AGENT_MIXER_CONTROL: 'Speaker' }, 60_000);
+    await t.stop();
+    const c = json<{ checks: Check[] }>(r).checks.find((x) => x.name === 'mixer')!;
+    expect(c.status).toBe('fail');
+    expect(c.fix).toMatch(/set mixer\.control to one of: .*Master/);
+    expect(r.code).toBe(6);
+  }, 120_000);
+
+  it('fails when the identity file is readable by others (exit 3)', async () => {
+    const { chmodSync } = await import('node:fs');
+    const file = path.join(dev.stateDir, 'identity.json');
+    chmodSync(file, 0o644);
+    try {
+      const r = await runCli(['doctor', '--json', '--skip-call'], dev.env, 60_000);
+      const c = json<{ checks: Check[] }>(r).checks.find((x) => x.name === 'identity')!;
+      expect(c).toMatchObject({ status: 'fail' });
+      expect(c.fix).toContain(`chmod 600 ${file}`);
+      expect(r.code).toBe(3);
+    } finally {
+      chmodSync(file, 0o600);
+    }
+  }, 120_000);
+});

@@ -1,0 +1,56 @@
+import { mkdtemp, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cleanAtomicTempFiles, writeFileAtomic } from '../../src/common/atomicFile.js';
+import { ROOT, runTs } from '../support/childProcess.js';
+
+const tmp = () => mkdtemp(path.join(os.tmpdir(), 'atomic-'));
+
+describe('writeFileAtomic', () => {
+  it('writes the content with mode 0600 and leaves no temp file', async () => {
+    const dir = await tmp();
+    const f = path.join(dir, 'state.json');
+    await writeFileAtomic(f, '{"a":1}');
+    expect(await readFile(f, 'utf8')).toBe('{"a":1}');
+    expect((await stat(f)).mode & 0o777).toBe(0o600);
+    expect(await readdir(dir)).toEqual(['state.json']);
+  });
+
+  it('replaces an existing file and narrows a wide mode to 0600', async () => {
+    const dir = await tmp();
+    const f = path.join(dir, 'state.json');
+    await writeFile(f, 'old', { mode: 0o644 });
+    await writeFileAtomic(f, 'new');
+    expect(await readFile(f, 'utf8')).toBe('new');
+    expect((await stat(f)).mode & 0o777).toBe(0o600);
+  });
+
+  it('a process killed between writing the temp file and the rename leaves the old file intact', async () => {
+    const dir = await tmp();
+    const f = path.join(dir, 'identity.json');
+    await writeFile(f, 'OLD CONTENT', { mode: 0o600 });
+    const r = await runTs(path.join(ROOT, 'test/support/crashingIdentityWriter.ts'), [f, 'NEW CONTENT']);
+    expect(r.signal).toBe('SIGKILL');
+    expect(r.stdout).not.toContain('not reached');
+    // The old file is whole; the crashed writer's temp file (with the complete new content) is left beside it.
+    expect(await readFile(f, 'utf8')).toBe('OLD CONTENT');
+    const names = await readdir(dir);
+    const temps = names.filter((n) => n !== 'identity.json');
+    expect(temps).toHaveLength(1);
+    expect(temps[0]).toMatch(/^\.identity\.json\.tmp-/);
+    expect(await cleanAtomicTempFiles(f)).toBe(1);
+    expect(await readdir(dir)).toEqual(['identity.json']);
+  });
+
+  it('a failing write removes its temp file and keeps the old content', async () => {
+    const dir = await tmp();
+    const f = path.join(dir, 'x.json');
+    await writeFile(f, 'keep');
+    await expect(
+      writeFileAtomic(f, 'new', { beforeRename: () => { throw new Error('disk full'); } }),
+    ).rejects.toThrow('disk full');
+    expect(await readFile(f, 'utf8')).toBe('keep');
+    expect(await readdir(dir)).toEqual(['x.json']);
+  });
+});

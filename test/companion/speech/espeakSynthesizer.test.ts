@@ -1,0 +1,217 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EspeakSynthesizer, espeakVoiceSettings } from '../../../src/companion/speech/espeakSynthesizer.js';
+import type { SynthesisResult } from '../../../src/companion/speech/synthesizer.js';
+import { SpeechError } from '../../../src/companion/speech/speechError.js';
+import { rmsDbfs } from '../../../src/common/audio/signal.js';
+import { concatPcm } from './speechFixtures.js';
+
+let synth: EspeakSynthesizer;
+beforeAll(async () => {
+  synth = new EspeakSynthesizer({ bulkWorkers: 2, realtimeWorkers: 1 });
+  await synth.ready();
+});
+afterAll(async () => {
+  await synth.close();
+});
+
+async function speak(text: string, lane: 'realtime' | 'bulk' = 'bulk') {
+  const chunks: Int16Array[] = [];
+  const result = await synth.synthesize(text, { language: 'en-us' }, { lane, onAudio: (p) => chunks.push(p) });
+  return { result, chunks, pcm: concatPcm(...chunks) };
+}
+
+function expectWordContract(text: string, r: SynthesisResult) {
+  const words = text.split(/\s+/).filter(Boolean);
+  expect(r.words.map((w) => w.word)).toEqual(words);
+  let prevEnd = 0;
+  for (const w of r.words) {
+    expect(text.slice(w.textOffset, w.textOffset + w.textLength)).toBe(w.word);
+    expect(w.startMs).toBeGreaterThanOrEqual(prevEnd);
+    expect(w.endMs).toBeGreaterThanOrEqual(w.startMs);
+    prevEnd = w.endMs;
+  }
+  expect(prevEnd).toBeLessThanOrEqual(r.durationMs);
+}
+
+describe('EspeakSynthesizer', () => {
+  it('streams audio and times every written word once, in order, through numbers, abbreviations and symbols', async () => {
+    const text = 'Hello world, it is 1234 o\'clock.  Dr. Smith’s café — costs $5.50! Ünïcode 😀 works; e.g. NASA, U.S.A. & co.';
+    const { result, chunks, pcm } = await speak(text);
+    expectWordContract(text, result);
+    expect(result.sampleRate).toBe(22050);
+    expect(pcm.length).toBe(result.samples);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(result.durationMs).toBe(Math.round((result.samples * 1000) / 22050));
+    // spoken words carry real time; audio inside a long word is not silence
+    const hello = result.words[0];
+    expect(hello.endMs - hello.startMs).toBeGreaterThan(150);
+    const seg = pcm.subarray(Math.round((hello.startMs * 22050) / 1000), Math.round((hello.endMs * 22050) / 1000));
+    expect(rmsDbfs(seg)).toBeGreaterThan(-35);
+    // the number gets the time of its whole expansion (one thousand two hundred and thirty four)
+    const num = result.words.find((w) => w.word === '1234')!;
+    expect(num.endMs - num.startMs).toBeGreaterThan(1000);
+  });
+
+  it('keeps the word contract over long text split into chunks across both bulk workers', async () => {
+    const sentence = 'The 3 little pigs built houses of straw, sticks and bricks; the wolf huffed and puffed! ';
+    let text = '';
+    while (text.length < 6000) text += sentence;
+    const { result, chunks } = await speak(text);
+    expectWordContract(text, result);
+    expect(chunks.length).toBeGreaterThan(20);
+    expect(result.durationMs).toBeGreaterThan(6000 * 40); // ~0.06 s per character in English speech
+  });
+
+  it('gives empty text an empty result and rejects bad voices with typed errors', async () => {
+    const empty = await speak('   ');
+    expect(empty.result).toMatchObject({ words: [], samples: 0, durationMs: 0 });
+    await expect(synth.synthesize('hi', { language: 'en us; rm -rf' }, { onAudio: () => {} })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(synth.synthesize('hi', { language: 'xx-zz' }, { onAudio: () => {} })).rejects.toMatchObject({ code: 'TTS_FAILED' });
+    // the pool still works afterwards
+    expect((await speak('still fine')).result.words).toHaveLength(2);
+  });
+
+  it('applies voice parameters: a faster rate makes shorter audio; speed multiplies the rate', async () => {
+    const text = 'Once upon a time there was a quiet village by the sea.';
+    const slow = await synth.synthesize(text, { language: 'en-us', rate: 120 }, { onAudio: () => {} });
+    const fast = await synth.synthesize(text, { language: 'en-us', rate: 120 }, { speed: 2, onAudio: () => {} });
+    expect(fast.durationMs).toBeLessThan(slow.durationMs * 0.7);
+    expect(espeakVoiceSettings({ language: 'en-GB', gender: 'female' }, 1.5)).toEqual({ name: 'en+f3', rate: 263, pitch: 50, range: 50 });
+  });
+
+  it('aborts through the AbortSignal: rejects with ABORTED, no audio afterwards, pool reusable', async () => {
+    let text = '';
+    while (text.length < 14000) text += 'This story goes on and on, and the reader keeps reading it aloud. ';
+    const ac = new AbortController();
+    let after = 0;
+    let rejected = false;
+    const p = synth.synthesize(text, { language: 'en-us' }, {
+      signal: ac.signal,
+      onAudio: () => {
+        if (rejected) after++;
+        else ac.abort();
+      },
+    });
+    await expect(p).rejects.toMatchObject({ code: 'ABORTED' });
+    rejected = true;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(after).toBe(0);
+    const again = new AbortController();
+    again.abort();
+    await expect(synth.synthesize('x', { language: 'en-us' }, { signal: again.signal, onAudio: () => {} })).rejects.toBeInstanceOf(SpeechError);
+    expect((await speak('after the abort')).result.words).toHaveLength(3);
+  });
+
+  it('serves a realtime reply while a long bulk narration is running (separate lane)', async () => {
+    let text = '';
+    while (text.length < 15000) text += 'A long narration for the story endpoint, sentence after sentence. ';
+    const order: string[] = [];
+    const bulk = synth.synthesize(text, { language: 'en-us' }, { lane: 'bulk', onAudio: () => {} }).then(() => order.push('bulk'));
+    await new Promise((r) => setTimeout(r, 50));
+    const reply = await synth.synthesize('Sure, the volume is now fifty percent.', { language: 'en-us', gender: 'female' }, { lane: 'realtime', onAudio: () => {} });
+    order.push('realtime');
+    await bulk;
+    expect(order).toEqual(['realtime', 'bulk']);
+    expect(reply.words.map((w) => w.word)).toEqual(['Sure,', 'the', 'volume', 'is', 'now', 'fifty', 'percent.']);
+  });
+
+  it('fails a request with TTS_FAILED when its worker crashes, then replaces the worker', async () => {
+    let text = '';
+    while (text.length < 15000) text += 'The worker will be killed while it reads this. ';
+    const pids = synth.workerPids('bulk');
+    expect(pids.length).toBe(2);
+    let killed = false;
+    const p = synth.synthesize(text, { language: 'en-us' }, {
+      onAudio: () => {
+        if (!killed) {
+          killed = true;
+          for (const pid of pids) process.kill(pid, 'SIGKILL');
+        }
+      },
+    });
+    await expect(p).rejects.toMatchObject({ code: 'TTS_FAILED', message: expect.stringMatching(/worker exited/) });
+    await synth.ready();
+    const fresh = synth.workerPids('bulk');
+    expect(fresh).toHaveLength(2);
+    expect(fresh.some((pid) => pids.includes(pid))).toBe(false);
+    expect((await speak('back again')).result.words).toHaveLength(2);
+  });
+});
+
+describe('EspeakSynthesizer from compiled JavaScript (dist layout)', () => {
+  it('starts its .js worker without tsx and synthesizes', () => {
+    const root = path.resolve(import.meta.dirname, '../../..');
+    const out = path.join(root, '.test-runtime', 'speech-dist');
+    rmSync(out, { recursive: true, force: true });
+    mkdirSync(out, { recursive: true });
+    execFileSync(
+      path.join(root, 'node_modules/.bin/tsc'),
+      ['--outDir', out, '--rootDir', path.join(root, 'src'), '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2022',
+        '--strict', '--skipLibCheck', '--types', 'node', path.join(root, 'src/companion/speech/espeakSynthesizer.ts'), path.join(root, 'src/companion/speech/espeakWorker.ts')],
+      { cwd: root, stdio: 'pipe' },
+    );
+    writeFileSync(path.join(out, 'package.json'), '{"type":"module"}');
+    const script = path.join(out, 'check.mjs');
+    writeFileSync(script, `
+      import { EspeakSynthesizer } from './companion/speech/espeakSynthesizer.js';
+      const s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 1 });
+      let n = 0;
+      const r = await s.synthesize('compiled code speaks', { language: 'en-us' }, { onAudio: (p) => { n += p.length; } });
+      await s.close();
+      console.log(JSON.stringify({ words: r.words.map((w) => w.word), n, samples: r.samples, execArgv: process.execArgv }));
+    `);
+    // the output lives inside the project, so the compiled code finds koffi in its node_modules like dist/ does
+    const res = JSON.parse(execFileSync(process.execPath, [script], { cwd: out, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }));
+    expect(res.words).toEqual(['compiled', 'code', 'speaks']);
+    expect(res.n).toBe(res.samples);
+    expect(res.n).toBeGreaterThan(10000);
+  }, 60_000);
+});
+
+describe('EspeakSynthesizer lifecycle', () => {
+  it('close() settles requests that are still running', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 0 });
+    await s.ready();
+    let text = '';
+    while (text.length < 15000) text += 'Closing while this is being read aloud. ';
+    let started = false;
+    const p = s.synthesize(text, { language: 'en-us' }, { onAudio: () => { started = true; } });
+    const settled = p.then(() => 'resolved', (e: SpeechError) => e.code);
+    while (!started) await new Promise((r) => setTimeout(r, 5));
+    await s.close();
+    expect(await settled).toBe('TTS_FAILED');
+    await expect(s.synthesize('after close', { language: 'en-us' }, { onAudio: () => {} })).rejects.toMatchObject({ code: 'TTS_FAILED' });
+  });
+
+  it('serves realtime requests on bulk workers when it has no realtime worker', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 0 });
+    try {
+      const r = await s.synthesize('only bulk workers here', { language: 'en-us' }, { lane: 'realtime', onAudio: () => {} });
+      expect(r.words).toHaveLength(4);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('EspeakSynthesizer without a usable libespeak-ng', () => {
+  it('rejects with TTS_FAILED instead of hanging', async () => {
+    const saved = process.env.SPEAKER_AGENT_ESPEAK_LIB;
+    process.env.SPEAKER_AGENT_ESPEAK_LIB = 'libespeak-ng-does-not-exist.so.9';
+    const s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 0 });
+    try {
+      await expect(s.ready()).rejects.toMatchObject({ code: 'TTS_FAILED' });
+      await expect(s.synthesize('hello', { language: 'en-us' }, { onAudio: () => {} })).rejects.toMatchObject({
+        code: 'TTS_FAILED',
+        message: expect.stringMatching(/not available/),
+      });
+    } finally {
+      if (saved === undefined) delete process.env.SPEAKER_AGENT_ESPEAK_LIB;
+      else process.env.SPEAKER_AGENT_ESPEAK_LIB = saved;
+      await s.close();
+    }
+  });
+});

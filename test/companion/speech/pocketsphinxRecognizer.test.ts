@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chooseResult, PocketsphinxRecognizer } from '../../../src/companion/speech/pocketsphinxRecognizer.js';
+import { spokenNumberToInt } from '../../../src/companion/speech/commandGrammar.js';
+import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
+
+let rec: PocketsphinxRecognizer;
+beforeAll(async () => {
+  rec = new PocketsphinxRecognizer({ storyNames: ['The Little Red Hen', 'Goldilocks'] });
+  await rec.warmUp();
+}, 60_000);
+afterAll(async () => {
+  await rec.close();
+});
+
+const speech = (text: string, voice = 'slt') => concatPcm(new Int16Array(4000), fliteSpeech(text, 16000, voice), new Int16Array(4000));
+
+describe('PocketsphinxRecognizer', () => {
+  it('recognises "set the volume to forty percent" through the grammar, and the number converts', async () => {
+    const r = await rec.recognize(speech('set the volume to forty percent'));
+    expect(r.grammarMatch).toBe(true);
+    expect(r.text).toContain('forty percent');
+    expect(spokenNumberToInt(/to (.+) percent/.exec(r.text)![1])).toBe(40);
+  });
+
+  it('recognises "what time is it" and "turn it up"', async () => {
+    expect(await rec.recognize(speech('what time is it'))).toMatchObject({ text: 'what time is it', grammarMatch: true });
+    expect(await rec.recognize(speech('turn it up'))).toMatchObject({ text: 'turn it up', grammarMatch: true });
+  });
+
+  it('recognises a dynamic story name', async () => {
+    const r = await rec.recognize(speech('read me the story the little red hen'));
+    expect(r.grammarMatch).toBe(true);
+    expect(r.text).toContain('little red hen');
+  });
+
+  it('falls back to the language model for speech outside the grammar', async () => {
+    const r = await rec.recognize(speech('the weather is lovely today and I would like a cup of tea'));
+    expect(r.grammarMatch).toBe(false);
+    expect(r.text).toMatch(/weather/);
+    expect(r.text.split(' ').length).toBeGreaterThan(5);
+  });
+
+  it('streams 20 ms frames while speaking (dictation mode gives a transcript)', async () => {
+    const s = rec.createStream({ mode: 'dictation' });
+    for (const f of frames(speech('the children are reading a story in the garden', 'kal'), 320)) s.write(f);
+    const r = await s.end();
+    expect(r.grammarMatch).toBe(false);
+    expect(r.text.length).toBeGreaterThan(0);
+    expect(r.text).toMatch(/story|garden|children/);
+  });
+
+  it('decodes two streams at once and survives an aborted stream', async () => {
+    const aborted = rec.createStream();
+    aborted.write(speech('stop'));
+    aborted.abort();
+    const [a, b] = await Promise.all([rec.recognize(speech('volume down')), rec.recognize(speech('what can you do'))]);
+    expect(a).toMatchObject({ text: 'volume down', grammarMatch: true });
+    expect(b).toMatchObject({ text: 'what can you do', grammarMatch: true });
+    const late = rec.createStream();
+    late.abort();
+    await expect(late.end()).rejects.toMatchObject({ code: 'ABORTED' });
+  });
+
+  it('gives silence an empty transcript rather than an error', async () => {
+    const r = await rec.recognize(new Int16Array(16000));
+    expect(r.grammarMatch).toBe(false);
+    expect(r.text).toBe('');
+  });
+
+  it('applies new story names to the next utterance', async () => {
+    rec.setStoryNames(['Goldilocks']);
+    expect(rec.grammarText).toContain('<story_name> = goldilocks;');
+    const r = await rec.recognize(speech('read the story goldilocks'));
+    expect(r).toMatchObject({ grammarMatch: true });
+    expect(r.text).toContain('goldilocks');
+  });
+});
+
+describe('chooseResult', () => {
+  it('keeps the grammar result only when the free transcript agrees with it', () => {
+    expect(chooseResult('turn it up', 'turned it up')).toMatchObject({ text: 'turn it up', grammarMatch: true });
+    expect(chooseResult('what time is it', 'the weather is nice')).toEqual({ text: 'the weather is nice', grammarMatch: false });
+    expect(chooseResult('', 'hello there')).toEqual({ text: 'hello there', grammarMatch: false });
+  });
+
+  it('also keeps a grammar result that scores far better, unless the free transcript hears a longer sentence', () => {
+    // measured: flite "read me a story" -> LM "red meat and glory"
+    expect(chooseResult({ text: 'read me a story', score: -2930 }, { text: 'red meat and glory', score: -7636 })).toMatchObject({ text: 'read me a story', grammarMatch: true });
+    // measured: espeak "call my mother please" forced onto "hello"
+    expect(chooseResult({ text: 'hello', score: -3390 }, { text: 'so i was nice', score: -8962 })).toEqual({ text: 'so i was nice', grammarMatch: false });
+    // measured: flite "the weather is lovely today" forced onto "what can you do" (scores too close)
+    expect(chooseResult({ text: 'what can you do', score: -8001 }, { text: "whether it's hot we didn't", score: -9665 })).toMatchObject({ grammarMatch: false });
+  });
+});

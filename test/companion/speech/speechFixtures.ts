@@ -1,0 +1,67 @@
+// Real speech for the speech-engine tests: flite (natural-ish diphone voices) renders text to WAV, the project's
+// own decoder and resampler bring it to the rate a test needs. Files are cached per run under .test-runtime.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { decodeWav } from '../../../src/common/audio/wav.js';
+import { resample } from '../../../src/common/audio/resample.js';
+
+export const FIXTURE_DIR = path.resolve(import.meta.dirname, '../../../.test-runtime/speech-fixtures');
+
+/** Path of a WAV of `text` spoken by flite voice (slt = female US, kal/rms/awb = male). */
+export function fliteWav(text: string, voice = 'slt'): string {
+  mkdirSync(FIXTURE_DIR, { recursive: true });
+  const file = path.join(FIXTURE_DIR, `${voice}-${text.replace(/[^a-z0-9]+/gi, '_').slice(0, 60)}.wav`);
+  if (!existsSync(file)) execFileSync('flite', ['-voice', voice, '-t', text, '-o', file]);
+  return file;
+}
+
+/** flite speech as mono PCM16 at sampleRate. */
+export function fliteSpeech(text: string, sampleRate: number, voice = 'slt'): Int16Array {
+  const w = decodeWav(readFileSync(fliteWav(text, voice)));
+  return resample(w.pcm, w.sampleRate, sampleRate);
+}
+
+/** Uniform white noise at the given peak amplitude (0..1), deterministic. */
+export function whiteNoise(samples: number, amplitude: number, seed = 1): Int16Array {
+  const out = new Int16Array(samples);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < samples; i++) {
+    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    out[i] = Math.round(((s / 0xffffffff) * 2 - 1) * amplitude * 32767);
+  }
+  return out;
+}
+
+export function concatPcm(...parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** Splits pcm into consecutive frames of `size` samples (the last one may be shorter). */
+export function frames(pcm: Int16Array, size: number): Int16Array[] {
+  const out: Int16Array[] = [];
+  for (let i = 0; i < pcm.length; i += size) out.push(pcm.subarray(i, i + size));
+  return out;
+}
+
+/** Removes leading and trailing near-silence (10 ms blocks below -45 dBFS): flite pads every clip. */
+export function trimSilence(pcm: Int16Array, sampleRate: number): Int16Array {
+  const block = Math.round(sampleRate / 100);
+  const loud = (i: number) => {
+    let s = 0;
+    const end = Math.min(pcm.length, i + block);
+    for (let k = i; k < end; k++) s += pcm[k] * pcm[k];
+    return Math.sqrt(s / Math.max(1, end - i)) > 32768 * 10 ** (-45 / 20);
+  };
+  let a = 0;
+  while (a < pcm.length && !loud(a)) a += block;
+  let b = pcm.length;
+  while (b > a && !loud(Math.max(a, b - block))) b -= block;
+  return pcm.subarray(a, b);
+}

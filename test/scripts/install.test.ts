@@ -1,0 +1,182 @@
+// scripts/install.sh in a throwaway, container-less fake root (DESTDIR), run twice: the second run changes
+// no file (the whole tree is hashed: paths, modes, contents, link targets) and makes no changing call.
+// What cannot exist here is stubbed on PATH, each named Fake* and logging its calls:
+//   FakeSystemctl (no systemd as PID 1 in a test), FakeAptGet + FakeDpkgQuery (no package installs on the
+//   test machine; the fake dpkg database starts empty so the first run must install), FakeGetent + FakeUseradd
+//   + FakeUsermod + FakeChown (the service user exists only in the fake root's /etc/passwd), FakeId (the
+//   script requires root), FakeNpm (`npm ci` would download and compile native addons for minutes: it links
+//   the checkout's already-built packages instead).
+// Enrollment is real: the installed CLI enrolls against a real companion server.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync as readLink, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, startTestCompanion, type TestCompanion } from '../support/cli.js';
+
+const run = promisify(execFile);
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'sa-install-'));
+const fakeRoot = path.join(tmp, 'root');
+const bin = path.join(tmp, 'bin');
+const logs = path.join(tmp, 'logs');
+let companion: TestCompanion;
+
+const STUBS: Record<string, string> = {
+  // FakeSystemctl: unit state in $FAKE_ROOT/.fake-systemd/{enabled,active}
+  systemctl: `
+st="$FAKE_ROOT/.fake-systemd"; mkdir -p "$st"; touch "$st/enabled" "$st/active"
+echo "systemctl $*" >> "$FAKE_LOGS/calls.log"
+args=(); for a in "$@"; do case "$a" in --quiet|--now) ;; *) args+=("$a");; esac; done
+verb=\${args[0]}; unit=\${args[1]:-}
+case "$verb" in
+  is-enabled) grep -qxF "$unit" "$st/enabled" ;;
+  is-active) grep -qxF "$unit" "$st/active" ;;
+  enable) grep -qxF "$unit" "$st/enabled" || echo "$unit" >> "$st/enabled" ;;
+  start|restart) grep -qxF "$unit" "$st/active" || echo "$unit" >> "$st/active" ;;
+  disable) sed -i "/^$unit\\$/d" "$st/enabled" "$st/active" ;;
+  daemon-reload) ;;
+  *) echo "FakeSystemctl: unsupported $*" >&2; exit 1 ;;
+esac`,
+  // FakeDpkgQuery / FakeAptGet: a package database in $FAKE_ROOT/.fake-dpkg
+  'dpkg-query': `
+db="$FAKE_ROOT/.fake-dpkg"; touch "$db" 2>/dev/null || { mkdir -p "$(dirname "$db")"; touch "$db"; }
+pkg=\${@: -1}; grep -qxF "$pkg" "$db" && printf 'install ok installed' || exit 1`,
+  'apt-get': `
+echo "apt-get $*" >> "$FAKE_LOGS/calls.log"
+db="$FAKE_ROOT/.fake-dpkg"
+if [ "$1" = install ]; then for p in "$@"; do case "$p" in -*|install) ;; *) echo "$p" >> "$db";; esac; done; fi`,
+  getent: `
+f="$FAKE_ROOT/etc/$1"; [ -f "$f" ] && grep "^$2:" "$f"`,
+  useradd: `
+echo "useradd $*" >> "$FAKE_LOGS/calls.log"
+name=\${@: -1}; mkdir -p "$FAKE_ROOT/etc"
+echo "$name:x:999:999::/var/lib/$name:/usr/sbin/nologin" >> "$FAKE_ROOT/etc/passwd"
+echo "$name:x:999:" >> "$FAKE_ROOT/etc/group"
+grep -q '^audio:' "$FAKE_ROOT/etc/group" || echo "audio:x:29:" >> "$FAKE_ROOT/etc/group"
+sed -i "s/^audio:x:29:\\(.*\\)$/audio:x:29:\\1,$name/; s/^audio:x:29:,/audio:x:29:/" "$FAKE_ROOT/etc/group"`,
+  usermod: `echo "usermod $*" >> "$FAKE_LOGS/calls.log"`,
+  userdel: `echo "userdel $*" >> "$FAKE_LOGS/calls.log"`,
+  chown: `echo "chown $*" >> "$FAKE_LOGS/chown.log"`,
+  id: `[ "$1" = -u ] && echo 0 || exec /usr/bin/id "$@"`,
+  npm: `
+echo "npm $*" >> "$FAKE_LOGS/calls.log"
+[ "$1" = ci ] || { echo "FakeNpm: unsupported $*" >&2; exit 1; }
+mkdir -p node_modules
+for d in "$CHECKOUT/node_modules"/* "$CHECKOUT/node_modules"/.bin; do ln -sfn "$d" "node_modules/$(basename "$d")"; done`,
+};
+
+function env(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH}`,
+    DESTDIR: fakeRoot,
+    FAKE_ROOT: fakeRoot,
+    FAKE_LOGS: logs,
+    CHECKOUT: ROOT,
+    SPEAKER_AGENT_WORKSPACE_KEY: '',
+  };
+}
+
+async function install(...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  try {
+    return await run('bash', [path.join(ROOT, 'scripts/install.sh'), ...args], { env: env(), timeout: 120_000 });
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    throw new Error(`install.sh ${args[0] ?? ''} exited ${e.code}\nstdout:\n${e.stdout}\nstderr:\n${e.stderr}`);
+  }
+}
+
+/** Every path below the fake root with its type, mode and content hash (or link target). */
+function treeHash(dir: string): { hash: string; entries: string[] } {
+  const entries: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      const rel = path.relative(dir, p);
+      const st = lstatSync(p);
+      if (st.isSymbolicLink()) entries.push(`${rel} -> ${readLink(p)}`);
+      else if (st.isDirectory()) {
+        entries.push(`${rel}/ ${(st.mode & 0o7777).toString(8)}`);
+        walk(p);
+      } else entries.push(`${rel} ${(st.mode & 0o7777).toString(8)} ${createHash('sha256').update(readFileSync(p)).digest('hex')}`);
+    }
+  };
+  walk(dir);
+  return { hash: createHash('sha256').update(entries.join('\n')).digest('hex'), entries };
+}
+
+const readLog = (name: string) => (existsSync(path.join(logs, name)) ? readFileSync(path.join(logs, name), 'utf8').trim().split('\n').filter(Boolean) : []);
+const clearLogs = () => rmSync(logs, { recursive: true, force: true }) ?? mkdirSync(logs, { recursive: true });
+
+beforeAll(async () => {
+  companion = await startTestCompanion();
+  mkdirSync(bin, { recursive: true });
+  mkdirSync(fakeRoot, { recursive: true });
+  mkdirSync(logs, { recursive: true });
+  for (const [name, body] of Object.entries(STUBS)) {
+    writeFileSync(path.join(bin, name), `#!/usr/bin/env bash\n# Fake${name} for the install test (see the header of install.test.ts)\n${body.trim()}\n`);
+    chmodSync(path.join(bin, name), 0o755);
+  }
+}, 60_000);
+afterAll(async () => {
+  await companion.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('scripts/install.sh in a fake root', () => {
+  let first: { hash: string; entries: string[] };
+
+  it('installs: packages, project, user, units, enrollment, start', async () => {
+    const r = await install('--server-url', companion.url, '--workspace-key', companion.workspaceKey, '--yes');
+    expect(r.stdout).toContain('==> done');
+    const calls = readLog('calls.log');
+    expect(calls).toContain('apt-get update -qq');
+    expect(calls.some((c) => c.startsWith('apt-get install') && c.includes('libportaudio2'))).toBe(true);
+    expect(calls).toContain('npm ci --omit=dev --no-audit --no-fund');
+    expect(calls.some((c) => c.startsWith('useradd --system') && c.includes('--groups audio') && c.endsWith('speaker-agent'))).toBe(true);
+    expect(calls).toEqual(expect.arrayContaining(['systemctl daemon-reload', 'systemctl enable --quiet speaker-agent.service', 'systemctl start speaker-agent.service']));
+
+    const unit = readFileSync(path.join(fakeRoot, 'etc/systemd/system/speaker-agent.service'), 'utf8');
+    expect(unit).toMatch(new RegExp(`^ExecStart=${process.execPath} .*/opt/speaker-agent/bin/speaker-agent\\.js run$`, 'm'));
+    expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent/dist/cli/main.js'))).toBe(true);
+    const wrapper = readFileSync(path.join(fakeRoot, 'usr/local/bin/speaker-agent'), 'utf8');
+    expect(wrapper).toContain('CONFIGURATION_DIRECTORY="${CONFIGURATION_DIRECTORY:-/etc/speaker-agent}"');
+    expect(wrapper).toContain(`exec "${process.execPath}" "/opt/speaker-agent/bin/speaker-agent.js" "$@"`);
+
+    const config = JSON.parse(readFileSync(path.join(fakeRoot, 'etc/speaker-agent/config.json'), 'utf8')) as { server: { url: string } };
+    expect(config.server.url).toBe(companion.url);
+    expect(statSync(path.join(fakeRoot, 'etc/speaker-agent/config.json')).mode & 0o777).toBe(0o640);
+    expect(statSync(path.join(fakeRoot, 'var/lib/speaker-agent/identity.json')).mode & 0o777).toBe(0o600);
+    expect(readLog('chown.log')).toContain(`chown root:speaker-agent ${fakeRoot}/etc/speaker-agent/config.json`);
+    // enrolled for real: the companion knows this client with a secret
+    const id = JSON.parse(readFileSync(path.join(fakeRoot, 'var/lib/speaker-agent/identity.json'), 'utf8')) as { clientId: string };
+    const row = companion.server.context.db.prepare('SELECT secret_hash FROM clients WHERE id = ?').get(id.clientId) as { secret_hash: string | null } | undefined;
+    expect(row?.secret_hash).toBeTruthy();
+    first = treeHash(fakeRoot);
+  }, 180_000);
+
+  it('a second run changes nothing: same file tree, no changing call', async () => {
+    const chownFirst = readLog('chown.log');
+    clearLogs();
+    const r = await install('--server-url', companion.url, '--workspace-key', companion.workspaceKey, '--yes');
+    expect(r.stdout).not.toContain('==> installing');
+    const second = treeHash(fakeRoot);
+    expect(second.entries).toEqual(first.entries);
+    expect(second.hash).toBe(first.hash);
+    const changing = readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active)/.test(c));
+    expect(changing).toEqual([]);
+    // ownership is re-asserted to the same values (chown is idempotent), never to anything new
+    expect(readLog('chown.log')).toEqual(chownFirst);
+  }, 180_000);
+
+  it('--uninstall removes the service and the project but keeps config and identity', async () => {
+    clearLogs();
+    await install('--uninstall');
+    expect(existsSync(path.join(fakeRoot, 'etc/systemd/system/speaker-agent.service'))).toBe(false);
+    expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent'))).toBe(false);
+    expect(existsSync(path.join(fakeRoot, 'var/lib/speaker-agent/identity.json'))).toBe(true);
+    expect(readLog('calls.log')).toEqual(expect.arrayContaining(['systemctl disable --now speaker-agent.service', 'systemctl daemon-reload']));
+  }, 60_000);
+});

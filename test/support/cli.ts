@@ -1,0 +1,123 @@
+// Runs the real `speaker-agent` CLI (src/cli/main.ts through tsx, so no build is needed) in a child process
+// with its own config and state directories, and starts real companion servers for it to talk to.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { seedDefaults } from '../../src/companion/admin.js';
+import { startCompanionServer, type CompanionServer } from '../../src/companion/server.js';
+import { loadCompanionSettings } from '../../src/companion/settings.js';
+import { createLogger } from '../../src/common/logger.js';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+export const CLI = path.join(ROOT, 'src/cli/main.ts');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A throwaway home for one device: config dir, state dir. */
+export interface DeviceDirs {
+  root: string;
+  configDir: string;
+  stateDir: string;
+  env: NodeJS.ProcessEnv;
+  remove(): void;
+}
+
+export function deviceDirs(extraEnv: NodeJS.ProcessEnv = {}): DeviceDirs {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'sa-cli-'));
+  const configDir = path.join(root, 'config');
+  const stateDir = path.join(root, 'state');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SPEAKER_AGENT_CONFIG_DIR: configDir,
+    SPEAKER_AGENT_STATE_DIR: stateDir,
+    SPEAKER_AGENT_STATUS_SOCKET: path.join(root, 'status.sock'),
+    SPEAKER_AGENT_LOG_LEVEL: 'warn',
+    ...extraEnv,
+  };
+  for (const k of ['NOTIFY_SOCKET', 'WATCHDOG_USEC', 'WATCHDOG_PID', 'SPEAKER_AGENT_WORKSPACE_KEY', 'SPEAKER_AGENT_SERVER_URL']) {
+    if (!(k in extraEnv)) delete env[k];
+  }
+  return { root, configDir, stateDir, env, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 25_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnCli(args, env);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`speaker-agent ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(t);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** Parses a command's --json output (stdout must be exactly one JSON document). */
+export function json<T = Record<string, unknown>>(r: CliResult): T {
+  try {
+    return JSON.parse(r.stdout) as T;
+  } catch {
+    throw new Error(`stdout is not JSON (exit ${r.code}):\n${r.stdout}\nstderr:\n${r.stderr}`);
+  }
+}
+
+export interface TestCompanion {
+  server: CompanionServer;
+  url: string;
+  dataDir: string;
+  workspaceKey: string;
+  /** the server's log lines (JSON objects) */
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/** The real companion server with the default workspace (sample voices and stories), on an ephemeral port. */
+export async function startTestCompanion(): Promise<TestCompanion> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sa-companion-'));
+  const seed = seedDefaults(dataDir);
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const settings = loadCompanionSettings({ host: '127.0.0.1', port: 0, dataDir }, {});
+  const server = await startCompanionServer(settings, { logger: createLogger({ level: 'info', destination: sink }) });
+  return {
+    server,
+    url: server.url,
+    dataDir,
+    workspaceKey: seed.key,
+    logs,
+    close: async () => {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Enrolls a device (its dirs) against a companion: config written, identity created, secret enrolled. */
+export async function enrollDevice(dev: DeviceDirs, c: TestCompanion): Promise<CliResult> {
+  const r = await runCli(['enroll', '--server-url', c.url, '--json'], { ...dev.env, SPEAKER_AGENT_WORKSPACE_KEY: c.workspaceKey });
+  if (r.code !== 0) throw new Error(`enroll failed (${r.code}): ${r.stdout}\n${r.stderr}`);
+  return r;
+}
