@@ -24,7 +24,7 @@ PKGS=(alsa-utils libasound2-plugins libportaudio2 portaudio19-dev
       libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg
       pulseaudio pulseaudio-utils flite
       python3 make g++ ca-certificates)
-DEV_PKGS=(chromium sox espeak-ng systemd iproute2 procps)
+DEV_PKGS=(chromium sox espeak-ng systemd iproute2 procps wrk)
 [ "$DEV" = 1 ] && PKGS+=("${DEV_PKGS[@]}")
 
 SUDO=""

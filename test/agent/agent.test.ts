@@ -117,17 +117,19 @@ describe('SpeakerAgent', () => {
     });
     const gc = vm.runInNewContext('gc') as () => void;
     await agent.start();
-    await until(() => calls >= 300, 60_000, '300 calls');
+    // The baseline is taken after warm-up: the first ~1,000 calls fill V8's code and inline caches (measured:
+    // +1.3 MB from call 300 to 1,000, then flat within 0.9 MB up to 5,000), which is not growth per reconnect.
+    await until(() => calls >= 1_000, 60_000, '1000 calls');
     gc();
-    const heapAt300 = process.memoryUsage().heapUsed;
-    await until(() => calls >= 2_000, 120_000, '2000 calls');
+    const heapAt1000 = process.memoryUsage().heapUsed;
+    await until(() => calls >= 3_000, 120_000, '3000 calls');
     gc();
-    const heapAt2000 = process.memoryUsage().heapUsed;
+    const heapAt3000 = process.memoryUsage().heapUsed;
     const s = agent.snapshot();
-    expect(s.reconnects).toBeGreaterThanOrEqual(1_999);
+    expect(s.reconnects).toBeGreaterThanOrEqual(2_999);
     expect(s.lastTranscripts).toHaveLength(20);
     expect(agent.listenerCount('state')).toBe(0);
-    expect((heapAt2000 - heapAt300) / 1024 / 1024).toBeLessThan(3);
+    expect((heapAt3000 - heapAt1000) / 1024 / 1024).toBeLessThan(3);
   }, 180_000);
 });
 
