@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/globalSetup.ts'],
+    // Every file starts from the same virtual sound card state (volumes, mutes, loopbacks).
+    setupFiles: ['test/support/resetVirtualAudio.ts'],
     fileParallelism: false,
     testTimeout: 30_000,
     hookTimeout: 60_000,
