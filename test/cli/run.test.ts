@@ -2,6 +2,7 @@
 // binds (a real unix datagram socket), `status` reads the daemon's socket, SIGTERM closes the call so the
 // companion server sees the peer go and the process exits 0 after STOPPING=1. And the README's first
 // command: `run --demo` with no server configured and a scripted user.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../support/audioCapture.js';
 import { deviceDirs, enrollDevice, json, runCli, spawnCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 import { startNotifyReceiver } from '../support/notifySocket.js';
+
+const ROOT_DIR = path.resolve(import.meta.dirname, '../..');
 
 let companion: TestCompanion;
 let dev: DeviceDirs;
@@ -126,6 +129,27 @@ describe('speaker-agent run --demo (the README\'s first command)', () => {
       // the human conversation owns stdout: no JSON log lines in it
       expect(r.stdout).not.toMatch(/^\{/m);
     } finally {
+      fresh.remove();
+    }
+  }, 150_000);
+});
+
+describe('npm start on a machine without a sound card (run --conversation)', () => {
+  it('starts the virtual sound card and a scripted user speaks, because nobody can talk into a virtual microphone', async () => {
+    const fresh = deviceDirs();
+    const pulseDir = path.join(fresh.root, 'pulse');
+    // No sound server in reach: what a fresh Debian machine without a card looks like to the agent.
+    const env = { ...fresh.env, SPEAKER_AGENT_PULSE_DIR: pulseDir, XDG_RUNTIME_DIR: path.join(fresh.root, 'xdg') };
+    delete env.PULSE_SERVER;
+    try {
+      const r = await runCli(['run', '--conversation', '--demo-timeout', '60'], env, 110_000);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`using the virtual sound card \\(PulseAudio, unix:${pulseDir}/native\\)`));
+      expect(r.stdout).toMatch(/a scripted user will speak into the virtual microphone/);
+      expect(r.stdout).toMatch(/function\s+set_device_volume \{"volume_level":40\} -> volume now 40%/);
+      expect(r.stdout).toMatch(/demo\s+done: .*mixer reads 40%/);
+    } finally {
+      execFileSync(path.join(ROOT_DIR, 'scripts/virtual-audio.sh'), ['stop'], { env: { ...process.env, SPEAKER_AGENT_PULSE_DIR: pulseDir } });
       fresh.remove();
     }
   }, 150_000);
