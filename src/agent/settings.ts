@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { AgentError } from './errors.js';
+import { setPath } from '../common/setPath.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -130,16 +131,6 @@ export function openConfigStore(configDir: string): Conf<Record<string, unknown>
       { cause: err },
     );
   }
-}
-
-function setPath(obj: Record<string, unknown>, dotted: string, value: unknown): void {
-  const parts = dotted.split('.');
-  let o = obj;
-  for (const p of parts.slice(0, -1)) {
-    if (typeof o[p] !== 'object' || o[p] === null) o[p] = {};
-    o = o[p] as Record<string, unknown>;
-  }
-  o[parts[parts.length - 1]] = value;
 }
 
 /** Validates a raw settings object (file content with overrides applied) into Settings. */

@@ -4,6 +4,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { setPath } from '../common/setPath.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -127,16 +128,6 @@ type Env = Record<string, string | undefined>;
 export function defaultDataDir(env: Env = process.env): string {
   const state = env.STATE_DIRECTORY?.split(':')[0];
   return state || path.join(os.homedir(), '.local', 'share', 'speaker-agent', 'companion');
-}
-
-function setPath(obj: Record<string, unknown>, dotted: string, value: unknown): void {
-  const parts = dotted.split('.');
-  let o = obj;
-  for (const p of parts.slice(0, -1)) {
-    if (typeof o[p] !== 'object' || o[p] === null) o[p] = {};
-    o = o[p] as Record<string, unknown>;
-  }
-  o[parts[parts.length - 1]] = value;
 }
 
 function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
