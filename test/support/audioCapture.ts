@@ -162,3 +162,26 @@ export async function pulseCli(command: string): Promise<string> {
     c.on('close', () => resolve(out));
   });
 }
+
+/**
+ * Records `source` in windows of `windowMs` until one window's dominant frequency is `freqHz`, failing after
+ * `timeoutMs`. For tests that check a device *recovers* (not how fast): on a loaded machine parec itself can
+ * take a second to attach, so one fixed window may hold only silence. Returns the window that matched.
+ */
+export async function hearTone(source: string, freqHz: number, timeoutMs = 8000, windowMs = 1000): Promise<Int16Array> {
+  const end = performance.now() + timeoutMs;
+  const heard: number[] = [];
+  for (;;) {
+    const rec = startRecording(source);
+    await sleep(windowMs);
+    const samples = await rec.stop();
+    const f = dominantFrequency(samples);
+    if (f === freqHz) return samples;
+    heard.push(samples.length === 0 ? -1 : rms(samples, 0, samples.length) < 1 ? 0 : f);
+    if (performance.now() > end) {
+      throw new Error(
+        `${source} did not carry ${freqHz} Hz within ${timeoutMs} ms; windows heard (Hz, 0 = silence, -1 = nothing recorded): ${heard.join(', ')}`,
+      );
+    }
+  }
+}
