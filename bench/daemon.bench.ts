@@ -38,7 +38,7 @@ function rssOf(pid: number): number {
 }
 
 export async function run(): Promise<BenchRow[]> {
-  if (!existsSync(path.join(root, 'dist/cli/main.js'))) throw new Error('dist is missing: run `npm run build` first');
+  if (!existsSync(path.join(root, 'dist/speaker-agent.js'))) throw new Error('dist is missing: run `npm run build` first');
   startVirtualAudio();
   const companion = await startTestCompanion();
   const dev = deviceDirs();

@@ -118,8 +118,8 @@ if ! "$NODE" -e "const [a,b]=process.versions.node.split('.').map(Number); proce
 fi
 
 # ---------- 3. the project ----------
-if [ ! -f "$SRC/dist/cli/main.js" ]; then
-  [ -x "$SRC/node_modules/.bin/tsc" ] || die "$SRC is not built and has no dev dependencies: run scripts/setup.sh first" 3
+if [ ! -f "$SRC/dist/speaker-agent.js" ]; then
+  [ -x "$SRC/node_modules/.bin/esbuild" ] || die "$SRC is not built and has no dev dependencies: run scripts/setup.sh first" 3
   say "building"
   (cd "$SRC" && npm run build --silent)
 fi
@@ -171,7 +171,7 @@ LOCK_STAMP=$(R "$PREFIX")/node_modules/.speaker-agent-lock.sha256
 LOCK_SUM=$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1)
 if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
   say "npm ci --omit=dev (native addons build from source: a few minutes on a Pi)"
-  (cd "$(R "$PREFIX")" && npm ci --omit=dev --no-audit --no-fund)
+  (cd "$(R "$PREFIX")" && npm_config_build_from_source=true npm ci --omit=dev --no-audit --no-fund)
   mkdir -p "$(dirname "$LOCK_STAMP")"
   echo "$LOCK_SUM" > "$LOCK_STAMP"
   CHANGED=1

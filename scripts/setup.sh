@@ -53,7 +53,9 @@ fi
 
 if [ ! -d node_modules ] || ! npm ls --omit=dev >/dev/null 2>&1 || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "==> npm ci (native addons build from source: a few minutes on a Pi)"
-  npm ci --no-audit --no-fund
+  # build-from-source: @discordjs/opus and better-sqlite3 would first try to download a prebuilt binary from
+  # GitHub; only the npm registry and Debian are install sources here, so they compile at once.
+  npm_config_build_from_source=true npm ci --no-audit --no-fund
 fi
 echo "==> building"
 npm run build --silent

@@ -3,13 +3,12 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectRoot } from '../common/projectRoot.js';
 import { promisify } from 'node:util';
 import { AgentError } from '../agent/errors.js';
 
 const run = promisify(execFile);
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const VIRTUAL_AUDIO_SCRIPT = path.join(projectRoot, 'scripts', 'virtual-audio.sh');
+export const VIRTUAL_AUDIO_SCRIPT = path.join(projectRoot(), 'scripts', 'virtual-audio.sh');
 
 /** true when ALSA has a card or a PulseAudio/PipeWire server is reachable. */
 export function hasSoundSystem(env: NodeJS.ProcessEnv = process.env): boolean {

@@ -1,7 +1,7 @@
 // The `speaker-agent` command tree (commander). Each command lives in src/cli/commands/<name>.ts and
 // registers itself here; errors become the documented exit codes (EXIT_CODES in src/agent/errors.ts).
 import { Command, CommanderError } from 'commander';
-import { createRequire } from 'node:module';
+import { projectVersion } from '../common/projectRoot.js';
 import { EXIT_CODES } from '../agent/errors.js';
 import { reportError } from './output.js';
 import { writeOut } from './stdio.js';
@@ -29,10 +29,9 @@ Exit codes:
   6  audio (sound device or mixer control missing, busy or failing)`;
 
 export function buildProgram(): Command {
-  const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
   const program = new Command('speaker-agent')
     .description('Smart-speaker agent: a voice call with the assistant, on a Linux board.')
-    .version(pkg.version)
+    .version(projectVersion())
     .option('--config-dir <dir>', 'directory of config.json (default $CONFIGURATION_DIRECTORY or ~/.config/speaker-agent)')
     .option('--state-dir <dir>', 'directory of identity.json (default $STATE_DIRECTORY or ~/.local/state/speaker-agent)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (logs go to stdout as JSON lines)')

@@ -1,6 +1,6 @@
 // The `run` command's work: sound (real or virtual), server (configured or a local companion), identity,
 // mixer, the SpeakerAgent inside the daemon wrapper, and the --demo script.
-import { createRequire } from 'node:module';
+import { projectVersion } from '../common/projectRoot.js';
 import os from 'node:os';
 import path from 'node:path';
 import { SpeakerAgent } from '../agent/agent.js';
@@ -34,7 +34,7 @@ export async function runAgent(o: RunOptions): Promise<number> {
   const print = human ? printLine : () => {};
   const loaded = loadSettings();
   let settings: Settings = loaded.settings;
-  const version = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+  const version = projectVersion();
 
   // 1. sound: the real card, or the virtual one
   let audioKind: 'system' | 'virtual' = 'system';

@@ -139,7 +139,7 @@ describe('npm start on a machine without a sound card (run --conversation)', () 
     const fresh = deviceDirs();
     const pulseDir = path.join(fresh.root, 'pulse');
     // No sound server in reach: what a fresh Debian machine without a card looks like to the agent.
-    const env = { ...fresh.env, SPEAKER_AGENT_PULSE_DIR: pulseDir, XDG_RUNTIME_DIR: path.join(fresh.root, 'xdg') };
+    const env: NodeJS.ProcessEnv = { ...fresh.env, SPEAKER_AGENT_PULSE_DIR: pulseDir, XDG_RUNTIME_DIR: path.join(fresh.root, 'xdg') };
     delete env.PULSE_SERVER;
     try {
       const r = await runCli(['run', '--conversation', '--demo-timeout', '60'], env, 110_000);

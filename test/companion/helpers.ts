@@ -72,7 +72,7 @@ export async function api(
   base: string,
   method: string,
   route: string,
-  opts: { device?: Device; headers?: Record<string, string>; json?: unknown; body?: BodyInit } = {},
+  opts: { device?: Device; headers?: Record<string, string>; json?: unknown; body?: RequestInit['body'] } = {},
 ): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(opts.device?.headers ?? {}), ...(opts.headers ?? {}) };
   let body = opts.body;

@@ -140,7 +140,7 @@ describe('scripts/install.sh in a fake root', () => {
 
     const unit = readFileSync(path.join(fakeRoot, 'etc/systemd/system/speaker-agent.service'), 'utf8');
     expect(unit).toMatch(new RegExp(`^ExecStart=${process.execPath} .*/opt/speaker-agent/bin/speaker-agent\\.js run$`, 'm'));
-    expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent/dist/cli/main.js'))).toBe(true);
+    expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent/dist/speaker-agent.js'))).toBe(true);
     const wrapper = readFileSync(path.join(fakeRoot, 'usr/local/bin/speaker-agent'), 'utf8');
     expect(wrapper).toContain('CONFIGURATION_DIRECTORY="${CONFIGURATION_DIRECTORY:-/etc/speaker-agent}"');
     expect(wrapper).toContain(`exec "${process.execPath}" "/opt/speaker-agent/bin/speaker-agent.js" "$@"`);

@@ -1,4 +1,5 @@
-// Runs the real `speaker-agent` CLI (src/cli/main.ts through tsx, so no build is needed) in a child process
+// Runs the real `speaker-agent` CLI (the esbuild bundle of src/cli/main.ts that `npm run build` makes, built for
+// each test run by test/support/globalSetup.ts, so the tests run what users run) in a child process
 // with its own config and state directories, and starts real companion servers for it to talk to.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { loadCompanionSettings } from '../../src/companion/settings.js';
 import { createLogger } from '../../src/common/logger.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
-export const CLI = path.join(ROOT, 'src/cli/main.ts');
+export const CLI = process.env.SPEAKER_AGENT_TEST_CLI ?? path.join(ROOT, 'dist/speaker-agent.js');
 
 export interface CliResult {
   code: number | null;
@@ -48,7 +49,7 @@ export function deviceDirs(extraEnv: NodeJS.ProcessEnv = {}): DeviceDirs {
 }
 
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [CLI, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 25_000): Promise<CliResult> {

@@ -3,13 +3,21 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { rmSync } from 'node:fs';
+// @ts-expect-error plain JavaScript build script, no type declarations
+import { bundle } from '../../scripts/build.mjs';
 
 const root = path.resolve(import.meta.dirname, '../..');
 // SPEAKER_AGENT_TEST_PULSE_DIR gives a run its own sound server, so two vitest runs in one tree (engineers working
 // in parallel) do not stop each other's daemon at teardown.
 const pulseDir = () => process.env.SPEAKER_AGENT_TEST_PULSE_DIR ?? path.join(root, '.test-runtime', 'pulse');
 
-export function setup(): void {
+/** The CLI tests run what users run: the esbuild bundle (npm run build), built fresh for this run. */
+const cliDir = path.join(root, '.test-runtime', `cli-${process.pid}`);
+
+export async function setup(): Promise<void> {
+  await (bundle as (o: object) => Promise<unknown>)({ outdir: cliDir, quiet: true });
+  process.env.SPEAKER_AGENT_TEST_CLI = path.join(cliDir, 'speaker-agent.js');
   const dir = pulseDir();
   mkdirSync(dir, { recursive: true });
   const out = execFileSync(path.join(root, 'scripts/virtual-audio.sh'), ['start'], {
@@ -23,6 +31,7 @@ export function setup(): void {
 }
 
 export function teardown(): void {
+  rmSync(cliDir, { recursive: true, force: true });
   const dir = pulseDir();
   try {
     execFileSync(path.join(root, 'scripts/virtual-audio.sh'), ['stop'], {

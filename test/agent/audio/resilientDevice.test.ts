@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/common/logger.js';
 import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
 import { ResilientCapture, ResilientPlayback, type DeviceState } from '../../../src/agent/audio/resilientDevice.js';
-import { hearTone, playIntoSink, pulseCli, sleep, tone, waitUntil } from '../../support/audioCapture.js';
+import { dominantFrequency, hearTone, playIntoSink, pulseCli, sleep, tone, waitUntil } from '../../support/audioCapture.js';
 import { pactl } from '../../support/virtualAudio.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
