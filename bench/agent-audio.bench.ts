@@ -7,10 +7,11 @@
 //   socket send() call (a stand-in for werift's RTP send) returning. It does NOT include the sound card's and
 //   PortAudio's input buffering before the frame reaches JS (one 20 ms PortAudio period plus ALSA/PulseAudio).
 // - wire-to-speaker: from the moment an RTP packet is handed to Downlink.push (what the call does on receipt)
-//   through the jitter buffer, Opus decode and our playback queue, to the moment PortAudio's queue has taken the
-//   frame (naudiodon's write completed). From there the audio callback copies it into the ALSA buffer within
-//   one frame (<= 20 ms), which is not included; nor is the device buffer (60 ms suggested latency). The far end sends
-//   every 20 ms from a timer in this process, so the jitter buffer sees real timer jitter but no network.
+//   through the jitter buffer, Opus decode and the frame waiting for the device, to the moment the PortAudio
+//   callback has copied the frame into the buffer it hands to ALSA (reported to JS right after). Not included:
+//   the device buffer itself (60 ms suggested latency). The far end sends every 20 ms from a timer in this
+//   process, so the jitter buffer sees real timer jitter but no network. "Underruns" counts device periods
+//   that found no frame queued (JS late) and played silence.
 // - CPU: user+system time of this process over the steady 30 s (after start-up), as % of one core: capture,
 //   echo gate, encode, RTP send, jitter buffer, decode, playback, and the far end's packet timer (pre-encoded
 //   packets, so no far-end encoding). The encoder sees real audio (full-duplex gate) for the worst case.
@@ -163,6 +164,7 @@ export async function run(): Promise<BenchRow[]> {
   const decoded0 = downlink.stats.framesDecoded;
   const concealed0 = downlink.stats.framesConcealed;
   let handed = 0;
+  const underruns0 = playback.underruns;
   const onHanded = playback.onHanded; // set by downlink.start(); count what the card really takes
   playback.onHanded = (at: bigint) => {
     handed++;
@@ -173,6 +175,7 @@ export async function run(): Promise<BenchRow[]> {
   const ticks1 = threadTicks();
   const wallMs = performance.now() - t0;
   const rssMb = process.memoryUsage().rss / 2 ** 20;
+  const underruns = playback.underruns - underruns0;
   const sent = uplink.stats.packets - packets0;
   const played = downlink.stats.framesDecoded - decoded0;
   const concealed = downlink.stats.framesConcealed - concealed0;
@@ -209,7 +212,7 @@ export async function run(): Promise<BenchRow[]> {
       unit: 'ms',
       target: '<= 40 ms',
       pass: downP50 <= 40,
-      note: `p95 ${percentile(down, 95).toFixed(1)} ms; jitter target ${jitter.targetDelayMs} ms, trimmed ${jitter.stats.trimmed}; card took ${((handed / wallMs) * 1000).toFixed(1)} frames/s (50 = real time), reopened ${playback.stats.opens - 1}x`,
+      note: `p95 ${percentile(down, 95).toFixed(1)} ms; jitter target ${jitter.targetDelayMs} ms, trimmed ${jitter.stats.trimmed}; card took ${((handed / wallMs) * 1000).toFixed(1)} frames/s (50 = real time), ${underruns} underruns, reopened ${playback.stats.opens - 1}x`,
     },
     {
       issue: '#5',

@@ -45,6 +45,10 @@ export async function bundle({ outdir = path.join(root, 'dist'), quiet = false, 
     bundle: true,
     platform: 'node',
     format: 'esm',
+    // Code reached only through import() (the companion server, the agent's call code, each CLI command) goes
+    // into its own chunk, loaded when used: the agent never parses the companion's code or loads SQLite.
+    splitting: true,
+    chunkNames: '[name]-[hash]', // flat: new URL('./<name>Worker.js', import.meta.url) must work from any chunk
     target: 'node20',
     external: NATIVE_PACKAGES,
     // CommonJS dependencies call require() for Node's built-ins; an ES module has no require of its own.

@@ -128,7 +128,8 @@ describe('speaker-agent test-speaker and test-mic', () => {
   }, 120_000);
 
   it('test-mic hears a tone played into the microphone, and reports silence as no signal', async () => {
-    const t = playIntoSink(tone(440, 4000, 8000), VIRTUAL.micSink);
+    // Plays for longer than the CLI can take to start and listen on a loaded machine; stopped once it is done.
+    const t = playIntoSink(tone(440, 15_000, 8000), VIRTUAL.micSink);
     const r = await runCli(['test-mic', '--seconds', '1.5', '--json'], dev.env);
     await t.stop();
     expect(r.code, r.stderr).toBe(0);

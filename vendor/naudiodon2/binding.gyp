@@ -11,7 +11,8 @@
         "src/GetDevices.cc",
         "src/GetHostAPIs.cc",
         "src/AudioIO.cc",
-        "src/PaContext.cc"
+        "src/PaContext.cc",
+        "src/FrameIO.cc"
       ],
       "conditions": [
         [

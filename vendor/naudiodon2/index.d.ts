@@ -137,3 +137,37 @@ export interface IoStreamDuplex extends IoStream, NodeJS.ReadableStream, NodeJS.
 export function AudioIO(options: { inOptions: AudioOptions }): IoStreamRead
 export function AudioIO(options: { outOptions: AudioOptions }): IoStreamWrite
 export function AudioIO(options: { inOptions: AudioOptions, outOptions: AudioOptions }): IoStreamDuplex
+
+// speaker-agent addition (PATCHES.md item 8): one-direction, callback-driven 16-bit stream.
+export interface FrameIOOptions {
+  /** true: capture, false: playback */
+  input: boolean
+  /** PortAudio device index; -1 or omitted: the default device */
+  deviceId?: number
+  sampleRate?: number
+  channelCount?: number
+  /** samples per channel per PortAudio callback */
+  framesPerBuffer?: number
+  /** PortAudio suggested latency in ms (0: the device's default low latency) */
+  latencyMs?: number
+  /** playback only: ring capacity in bytes; a write beyond it drops the oldest bytes */
+  ringBytes?: number
+}
+export interface FrameIOStats {
+  /** notifications or capture chunks dropped because JS had 32 waiting */
+  readonly droppedChunks: number
+  /** playback bytes dropped from a full ring */
+  readonly droppedBytes: number
+  /** playback callbacks that found fewer bytes than they needed (the rest was silence) */
+  readonly starvedCallbacks: number
+}
+export class FrameIO {
+  constructor(options: FrameIOOptions & { input: true }, onChunk: (chunk: Buffer, statusFlags: number) => void)
+  constructor(options: FrameIOOptions & { input: false }, onConsumed: (consumedBytes: number, statusFlags: number, starvedBytes: number) => void)
+  start(): void
+  /** playback: copies the chunk into the ring; returns the bytes dropped (oldest first) to make room, normally 0 */
+  write(chunk: Buffer): number
+  /** stops and closes the stream (idempotent) */
+  close(): Promise<void>
+  stats(): FrameIOStats
+}

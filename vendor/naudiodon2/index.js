@@ -25,6 +25,8 @@ exports.SampleFormat32Bit = 32;
 
 exports.getDevices = portAudioBindings.getDevices;
 exports.getHostAPIs = portAudioBindings.getHostAPIs;
+// speaker-agent addition (PATCHES.md item 8): a callback-driven stream without Node streams or pool threads.
+exports.FrameIO = portAudioBindings.FrameIO;
 
 function AudioIO(options) {
   const audioIOAdon = portAudioBindings.create(options);

@@ -29,8 +29,10 @@ export interface PlaybackDevice {
   /** Called when the device fails after start (stream error, card unplugged). Optional for implementations. */
   onError?: (err: AudioDeviceError) => void;
   /** Set by the consumer: called, in write order, when a frame has been handed to the audio system (leaves
-   *  queuedMs). Implementations that support it let the downlink pace playout by the sound card's clock. */
+   *  queuedMs). The downlink paces playout by it (the sound card's clock): implementations must call it. */
   onHanded?: (atNs: bigint) => void;
+  /** Device periods that found less than a frame queued and played silence for it (the writer was late). */
+  readonly underruns?: number;
 }
 
 export interface AudioBackend {

@@ -2,9 +2,14 @@
 //
 // Playout is paced by the sound card's own clock, not by a JS timer: each time the playback device has taken
 // a frame (onHanded), the next 20 ms frame is produced and written. A timer cannot drift against the card that
-// way, and only one frame ever waits in our queue. A 20 ms fallback timer keeps the device fed if the device
-// has no onHanded or the chain stopped (device reopened). With nothing to play, silence is written: PortAudio
-// through naudiodon does not insert silence itself, it lets the card underrun (see portAudioBackend.ts).
+// way, and only one frame ever waits in our queue. A slow fallback timer (100 ms) restarts the chain when it
+// stopped (the device was reopened: its new stream has nothing queued, so it reports nothing handed). It is
+// not a pacing clock: a 20 ms timer was half the agent's wake-ups during a call (issue #5, CPU), so a
+// PlaybackDevice must report onHanded. With nothing to play, silence is written all the same: each frame
+// handed is what keeps the chain (and so the timing of the next real frame) going.
+// Wire-to-speaker latency is therefore the packet's wait in the jitter buffer (below its target, 20 ms on a
+// clean link: how long depends on where in the card's 20 ms period it arrived) plus the one frame waiting for
+// the device (20 ms): 20-40 ms, p50 about 30 ms on a clean link.
 // The echo gate is told about every frame, so the uplink mutes the microphone while the assistant is audible.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
@@ -23,6 +28,8 @@ export interface DownlinkOptions {
 }
 
 const FIFO = 64;
+/** How often the fallback timer checks that the device has a frame waiting (see the top). */
+const FALLBACK_FILL_MS = 100;
 
 export class Downlink {
   private readonly playback: PlaybackDevice;
@@ -76,7 +83,7 @@ export class Downlink {
     await this.playback.start();
     this.running = true;
     this.fill();
-    this.timer = setInterval(() => this.fill(), 20);
+    this.timer = setInterval(() => this.fill(), FALLBACK_FILL_MS);
   }
 
   async stop(): Promise<void> {

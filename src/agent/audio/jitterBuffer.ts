@@ -14,7 +14,10 @@
 //   slow sender clock or a jitter spike costs one concealed frame instead of a dropped packet; after
 //   maxUnderrunFrames the stream is considered paused and pop() returns 'empty' until it has refilled.
 // - Too much buffered (a burst, or a sender clock faster than ours) is trimmed one frame at a time, spaced out,
-//   to keep latency low.
+//   to keep latency low; far too much (more than 4 frames over: the sound card started late, the event loop
+//   stalled) is cut back in one step instead of over seconds. A standing excess of one frame (more than the target at every pop for 2 s: jitter
+//   would make the depth dip) is trimmed too; otherwise it would add 20 ms to every packet's wire-to-speaker
+//   latency for the rest of the call (measured: a steady link sat at target + 1 frame indefinitely).
 // - A late packet (its turn has passed) and a duplicate are dropped. An SSRC change or a sequence jump
 //   of more than the ring size starts over (a new call or a restarted sender).
 
@@ -56,6 +59,8 @@ const FRAME_MS = 20;
 const RING = 512; // 10.24 s of 20 ms packets; a jump beyond it is a new stream
 const MASK = RING - 1;
 const SAMPLES_PER_MS = 48;
+/** Pops over which a standing excess (the depth never down to the target) is looked for: 2 s. */
+const STANDING_WINDOW_POPS = 100;
 
 export class JitterBuffer {
   private readonly minFrames: number;
@@ -80,6 +85,8 @@ export class JitterBuffer {
   private popsSinceShrink = Infinity;
   private shrinkBackoff = 1;
   private popsSinceTrim = 0;
+  private minDepthInWindow = Infinity;
+  private popsInWindow = 0;
   private targetFrames: number;
   // RFC 3550 interarrival jitter, in ms
   private jitterMs = 0;
@@ -203,13 +210,31 @@ export class JitterBuffer {
         this.popsSinceShrink = 0;
       }
     }
-    // Keep latency near the target: trim one frame at a time, every 10 pops (200 ms) when slightly over, every
-    // 2 pops when far over, so a burst, a fast sender clock or a sound card that lost time (xruns) does not
-    // leave us permanently behind.
-    const excess = this.depth() - this.targetFrames;
-    if (excess > 1 && this.popsSinceTrim >= (excess > 4 ? 2 : 10)) {
+    // Keep latency near the target: trim one frame at a time, every 10 pops (200 ms) when slightly over, all
+    // but one excess frame at once when far over, so a burst, a fast sender clock or a sound card that lost
+    // time (xruns) does not leave us permanently behind.
+    const depth = this.depth();
+    const excess = depth - this.targetFrames;
+    if (excess > 4) {
+      // Far behind (the sound card started late or the event loop stalled): catch up at once. One jump is
+      // gentler on the listener than seconds of raised latency, and the gap was already heard as a stall.
       this.popsSinceTrim = 0;
+      this.resetStandingWindow();
+      while (this.depth() - this.targetFrames > 1) this.dropNext();
+    } else if (excess > 1 && this.popsSinceTrim >= 10) {
+      this.popsSinceTrim = 0;
+      this.resetStandingWindow();
       this.dropNext();
+    } else {
+      if (depth < this.minDepthInWindow) this.minDepthInWindow = depth;
+      if (++this.popsInWindow >= STANDING_WINDOW_POPS) {
+        const standing = this.minDepthInWindow > this.targetFrames && this.ring[this.next & MASK]?.ext === this.next;
+        this.resetStandingWindow();
+        if (standing) {
+          this.popsSinceTrim = 0;
+          this.dropNext();
+        }
+      }
     }
 
     const slot = this.ring[this.next & MASK];
@@ -263,6 +288,7 @@ export class JitterBuffer {
     this.lastDone = -Infinity;
     this.playing = false;
     this.underrunRun = 0;
+    this.resetStandingWindow();
     this.stablePops = 0;
     this.popsSinceShrink = Infinity;
     this.shrinkBackoff = 1;
@@ -283,6 +309,11 @@ export class JitterBuffer {
     this.popsSinceShrink = Infinity;
     this.stablePops = 0;
     if (this.targetFrames < this.maxFrames) this.targetFrames++;
+  }
+
+  private resetStandingWindow(): void {
+    this.minDepthInWindow = Infinity;
+    this.popsInWindow = 0;
   }
 
   private dropNext(): void {

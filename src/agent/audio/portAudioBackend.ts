@@ -1,23 +1,20 @@
 // The AudioBackend on PortAudio through naudiodon2 (vendored, linked to the distribution's PortAudio so it
 // builds on arm64: vendor/naudiodon2/PATCHES.md). Everything PortAudio-specific lives here.
 //
-// How naudiodon2 moves audio (read in its C++ source, it decides the design below):
-// - Capture: the PortAudio callback copies each buffer into a native queue (maxQueue chunks; when full the
-//   callback BLOCKS); a Readable stream's read(size) waits in a libuv pool thread until `size` bytes are there.
-//   highwaterMark = one 20 ms frame makes every 'data' chunk one frame; we still re-chunk defensively.
-// - Playback: write() hands a chunk to a native queue (a pool thread blocks while it holds maxQueue chunks);
-//   the PortAudio callback pulls from it and, when it is empty, WAITS for data (no silence is inserted) so the
-//   sound card underruns. The downlink therefore writes a frame every 20 ms, silence included.
-// - PortAudio status flags (under/overflow) destroy the stream unless closeOnError is false; with false they
-//   are printf'ed to stdout. We use false: an occasional xrun must not end a call.
-// - A failed device (unplugged card, sound server gone) does not always raise an error: the callback just
-//   stops, reads never complete and writes never drain. A watchdog turns "no progress for stallMs" into an
-//   AudioDeviceError('device_failed') so resilientDevice.ts can reopen it.
-// - Each stream holds a libuv pool thread while it waits (capture nearly always, playback while its queue is
-//   full): 2 of the default 4. Set UV_THREADPOOL_SIZE higher if other code needs the pool heavily.
-// - naudiodon2 printf's a few lines ("Input device name is ...") to stdout on every open, and PortAudio/ALSA
-//   print ~160 probe lines on stderr at first use on a machine without cards (fewer on a real board).
-//   quietNativeStderr() hides the stderr ones during enumeration and opening (see below).
+// How audio moves (naudiodon2's FrameIO, our addition to the vendored addon: vendor/naudiodon2/PATCHES.md item 8):
+// - Capture: the PortAudio callback (one per 20 ms frame, framesPerBuffer 960) copies the samples and hands them
+//   to the event loop through a thread-safe function: one wake-up per frame, no pool thread, no Node stream.
+//   naudiodon's own AudioIO streams moved each chunk through a libuv pool thread, a promise and a
+//   Readable/Writable; for a call that machinery cost more CPU than the audio work itself.
+// - Playback: write() copies a frame into a native ring synchronously. The PortAudio callback takes one frame
+//   from it per period, plays silence for anything missing (so a late writer costs a gap, never a growing delay;
+//   the callback never waits on JS), and reports what it consumed: onHanded fires per frame handed to ALSA,
+//   which paces the downlink by the card's clock. A full ring drops its oldest frame (latency stays bounded).
+// - A failed device (unplugged card, sound server gone) does not always raise an error: the callbacks just
+//   stop. A watchdog turns "no callback for stallMs" into an AudioDeviceError('device_failed') so
+//   resilientDevice.ts can reopen it.
+// - PortAudio/ALSA print ~160 probe lines on stderr at first use on a machine without cards (fewer on a real
+//   board). quietNativeStderr() hides them during enumeration and opening (see below).
 import { createRequire } from 'node:module';
 import {
   AudioDeviceError,
@@ -31,8 +28,7 @@ import {
 import { quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');
-type IoStreamRead = import('naudiodon2').IoStreamRead;
-type IoStreamWrite = import('naudiodon2').IoStreamWrite;
+type FrameIO = import('naudiodon2').FrameIO;
 
 const require = createRequire(import.meta.url);
 let naudiodon: Naudiodon | undefined;
@@ -61,7 +57,7 @@ export interface PortAudioOptions {
   framesPerBuffer?: number;
   /** No audio progress for this long means the device failed. Default 1500 ms. */
   stallMs?: number;
-  /** Playback frames queued in JS beyond which the oldest are dropped (keeps latency bounded). Default 10 (200 ms). */
+  /** Playback frames queued beyond which the oldest are dropped (keeps latency bounded). Default 10 (200 ms). */
   maxQueuedFrames?: number;
   /**
    * Device buffer (PortAudio suggested latency) for playback and capture, in ms. The PulseAudio/PipeWire ALSA
@@ -178,18 +174,39 @@ interface StreamOptions {
 const hrNow = (): bigint => process.hrtime.bigint();
 /** A stream may take this long to start moving audio (PulseAudio's ALSA plugin: up to ~1.3 s measured). */
 const STARTUP_GRACE_MS = 3000;
+const FRAME_BYTES = FRAME_SAMPLES * 2;
+
+/** Watches a stream's callbacks; calls onStall when none came for stallMs (STARTUP_GRACE_MS after opening). */
+class StallWatchdog {
+  lastMs = performance.now();
+  private readonly startedAtMs = this.lastMs;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(stallMs: number, onStall: () => void) {
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      const limit = now - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : stallMs;
+      if (now - this.lastMs > limit) onStall();
+    }, Math.min(500, stallMs));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
 
 class PortAudioCapture implements CaptureDevice {
   onError?: (err: AudioDeviceError) => void;
-  private stream: IoStreamRead | undefined;
-  private watchdog: NodeJS.Timeout | undefined;
-  private lastDataMs = 0;
-  private startedAtMs = 0;
+  readonly stats = { frames: 0, overflows: 0 };
+  private io: FrameIO | undefined;
+  private watchdog: StallWatchdog | undefined;
   private failed = false;
-  // One aligned frame buffer, refilled in place (naudiodon's chunks need not be 2-byte aligned).
-  private readonly frameBytes = Buffer.alloc(FRAME_SAMPLES * 2);
+  // One frame buffer, refilled in place, in case PortAudio ever delivers other sizes than one frame.
+  private readonly frameBytes = Buffer.alloc(FRAME_BYTES);
   private readonly frame = new Int16Array(this.frameBytes.buffer, this.frameBytes.byteOffset, FRAME_SAMPLES);
   private fill = 0;
+  private onFrame: ((frame: Int16Array, capturedAtNs: bigint) => void) | undefined;
 
   constructor(
     private readonly device: ResolvedDevice,
@@ -197,219 +214,215 @@ class PortAudioCapture implements CaptureDevice {
   ) {}
 
   async start(onFrame: (frame: Int16Array, capturedAtNs: bigint) => void): Promise<void> {
-    if (this.stream) throw new AudioDeviceError('device_failed', `capture device ${this.device.label} is already started`);
+    if (this.io) throw new AudioDeviceError('device_failed', `capture device ${this.device.label} is already started`);
     const na = loadNaudiodon();
-    let stream: IoStreamRead;
+    let io: FrameIO;
     try {
-      stream = quietNativeStderr(() =>
-        na.AudioIO({
-          inOptions: {
-            channelCount: 1,
-            sampleFormat: na.SampleFormat16Bit,
-            sampleRate: SAMPLE_RATE,
-            deviceId: this.device.id,
-            framesPerBuffer: this.opts.framesPerBuffer,
-            latencyMs: this.opts.latencyMs,
-            highwaterMark: FRAME_SAMPLES * 2,
-            // Room for ~300 ms of callbacks if the event loop stalls, so the audio callback never blocks.
-            maxQueue: 32,
-            closeOnError: false,
-          },
-        }),
+      io = quietNativeStderr(
+        () =>
+          new na.FrameIO(
+            {
+              input: true,
+              channelCount: 1,
+              sampleRate: SAMPLE_RATE,
+              deviceId: this.device.id,
+              framesPerBuffer: this.opts.framesPerBuffer,
+              latencyMs: this.opts.latencyMs,
+            },
+            (chunk, flags) => this.onChunk(chunk, flags),
+          ),
       );
-      stream.removeAllListeners('error'); // naudiodon's own listener console.error's
-      stream.on('error', (err: unknown) => this.fail(classifyPortAudioError(err, `capture device ${this.device.label} failed`)));
-      stream.on('data', (chunk: Buffer) => this.onChunk(chunk, onFrame));
-      quietNativeStderr(() => stream.start());
     } catch (err) {
       throw classifyPortAudioError(err, `cannot open capture device ${this.device.label}`);
     }
-    this.stream = stream;
+    try {
+      quietNativeStderr(() => io.start());
+    } catch (err) {
+      void closeStream(io);
+      throw classifyPortAudioError(err, `cannot start capture device ${this.device.label}`);
+    }
+    this.io = io;
+    this.onFrame = onFrame;
     this.failed = false;
-    this.lastDataMs = this.startedAtMs = performance.now();
-    this.watchdog = setInterval(() => {
-      const now = performance.now();
-      const limit = now - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : this.opts.stallMs;
-      if (now - this.lastDataMs > limit) {
-        this.fail(new AudioDeviceError('device_failed', `capture device ${this.device.label} delivered no audio for ${this.opts.stallMs} ms`));
-      }
-    }, Math.min(500, this.opts.stallMs));
-    this.watchdog.unref();
+    this.watchdog = new StallWatchdog(this.opts.stallMs, () =>
+      this.fail(new AudioDeviceError('device_failed', `capture device ${this.device.label} delivered no audio for ${this.opts.stallMs} ms`)),
+    );
   }
 
-  private onChunk(chunk: Buffer, onFrame: (frame: Int16Array, capturedAtNs: bigint) => void): void {
-    if (!this.stream) return; // a read that completed after stop()
-    this.lastDataMs = performance.now();
+  private onChunk(chunk: Buffer, flags: number): void {
+    const onFrame = this.onFrame;
+    if (!this.io || !onFrame) return; // a callback that was queued before stop()
+    this.watchdog!.lastMs = performance.now();
+    if (flags !== 0) this.stats.overflows++;
     const at = hrNow();
+    if (this.fill === 0 && chunk.length === FRAME_BYTES && (chunk.byteOffset & 1) === 0) {
+      // The usual case: one callback = one frame, in a fresh buffer: no copy.
+      this.stats.frames++;
+      onFrame(new Int16Array(chunk.buffer, chunk.byteOffset, FRAME_SAMPLES), at);
+      return;
+    }
     let off = 0;
     const len = chunk.length & ~1;
     while (off < len) {
-      const n = Math.min(len - off, this.frameBytes.length - this.fill);
+      const n = Math.min(len - off, FRAME_BYTES - this.fill);
       chunk.copy(this.frameBytes, this.fill, off, off + n);
       this.fill += n;
       off += n;
-      if (this.fill === this.frameBytes.length) {
+      if (this.fill === FRAME_BYTES) {
         this.fill = 0;
+        this.stats.frames++;
         onFrame(this.frame, at);
       }
     }
   }
 
   private fail(err: AudioDeviceError): void {
-    if (this.failed || !this.stream) return; // errors after stop() are expected
+    if (this.failed || !this.io) return; // errors after stop() are expected
     this.failed = true;
     void this.stop();
     this.onError?.(err);
   }
 
   async stop(): Promise<void> {
-    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog?.stop();
     this.watchdog = undefined;
-    const stream = this.stream;
-    this.stream = undefined;
+    const io = this.io;
+    this.io = undefined;
+    this.onFrame = undefined;
     this.fill = 0;
-    if (stream) await abortStream(stream);
+    if (io) await closeStream(io);
   }
 }
 
 class PortAudioPlayback implements PlaybackDevice {
   onError?: (err: AudioDeviceError) => void;
-  /** Called, in order, each time a frame has been handed to PortAudio (for latency measurement). */
+  /** Called, in order, each time the audio callback has taken a frame (handed it to ALSA). */
   onHanded?: (atNs: bigint) => void;
-  private stream: IoStreamWrite | undefined;
-  private watchdog: NodeJS.Timeout | undefined;
+  private io: FrameIO | undefined;
+  private watchdog: StallWatchdog | undefined;
   private failed = false;
-  // Frame pool used as a FIFO ring: no allocation per frame.
-  private readonly pool: Buffer[];
-  private head = 0;
-  private count = 0;
-  private inFlight = false;
-  private inFlightSinceMs = 0;
-  readonly stats = { written: 0, handed: 0, droppedForLatency: 0 };
-  private readonly afterWrite = (err?: Error | null): void => this.onWritten(err);
+  // Bytes written, consumed (reported by the callback, in order) and dropped from a full ring: queued is the
+  // difference. The reports lag the callback a little, so queued is at most a frame high, never low.
+  private written = 0;
+  private consumed = 0;
+  private dropped = 0;
+  private readonly chunk = Buffer.alloc(FRAME_BYTES);
+  private readonly chunkView = new Int16Array(this.chunk.buffer, this.chunk.byteOffset, FRAME_SAMPLES);
+  readonly stats = { written: 0, handed: 0, droppedForLatency: 0, starved: 0 };
 
   constructor(
     private readonly device: ResolvedDevice,
     private readonly opts: StreamOptions & { maxQueuedFrames: number },
-  ) {
-    this.pool = Array.from({ length: opts.maxQueuedFrames }, () => Buffer.alloc(FRAME_SAMPLES * 2));
-  }
+  ) {}
 
   get queuedMs(): number {
-    return (this.count + (this.inFlight ? 1 : 0)) * 20;
+    return (Math.max(0, this.written - this.consumed - this.dropped) / FRAME_BYTES) * 20;
+  }
+
+  get underruns(): number {
+    return this.stats.starved;
   }
 
   async start(): Promise<void> {
-    if (this.stream) throw new AudioDeviceError('device_failed', `playback device ${this.device.label} is already started`);
+    if (this.io) throw new AudioDeviceError('device_failed', `playback device ${this.device.label} is already started`);
     const na = loadNaudiodon();
-    let stream: IoStreamWrite;
+    let io: FrameIO;
     try {
-      stream = quietNativeStderr(() =>
-        na.AudioIO({
-          outOptions: {
-            channelCount: 1,
-            sampleFormat: na.SampleFormat16Bit,
-            sampleRate: SAMPLE_RATE,
-            deviceId: this.device.id,
-            framesPerBuffer: this.opts.framesPerBuffer,
-            latencyMs: this.opts.latencyMs,
-            highwaterMark: FRAME_SAMPLES * 2,
-            // One chunk waiting natively plus the one the callback is reading: low latency, and our own
-            // queue (not naudiodon's) holds the rest, so queuedMs is known.
-            maxQueue: 1,
-            closeOnError: false,
-          },
-        }),
+      io = quietNativeStderr(
+        () =>
+          new na.FrameIO(
+            {
+              input: false,
+              channelCount: 1,
+              sampleRate: SAMPLE_RATE,
+              deviceId: this.device.id,
+              framesPerBuffer: this.opts.framesPerBuffer,
+              latencyMs: this.opts.latencyMs,
+              ringBytes: this.opts.maxQueuedFrames * FRAME_BYTES,
+            },
+            (consumed, _flags, starved) => this.onConsumed(consumed, starved),
+          ),
       );
-      stream.removeAllListeners('error');
-      stream.on('error', (err: unknown) => this.fail(classifyPortAudioError(err, `playback device ${this.device.label} failed`)));
-      quietNativeStderr(() => stream.start());
     } catch (err) {
       throw classifyPortAudioError(err, `cannot open playback device ${this.device.label}`);
     }
-    this.stream = stream;
+    try {
+      quietNativeStderr(() => io.start());
+    } catch (err) {
+      void closeStream(io);
+      throw classifyPortAudioError(err, `cannot start playback device ${this.device.label}`);
+    }
+    this.io = io;
     this.failed = false;
-    const startedAtMs = performance.now();
-    this.watchdog = setInterval(() => {
-      const now = performance.now();
-      const limit = now - startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : this.opts.stallMs;
-      if (this.inFlight && now - this.inFlightSinceMs > limit) {
-        this.fail(new AudioDeviceError('device_failed', `playback device ${this.device.label} accepted no audio for ${this.opts.stallMs} ms`));
-      }
-    }, Math.min(500, this.opts.stallMs));
-    this.watchdog.unref();
+    this.written = this.consumed = this.dropped = 0;
+    this.watchdog = new StallWatchdog(this.opts.stallMs, () =>
+      this.fail(new AudioDeviceError('device_failed', `playback device ${this.device.label} took no audio for ${this.opts.stallMs} ms`)),
+    );
   }
 
   write(frame: Int16Array): void {
-    if (!this.stream) return;
+    const io = this.io;
+    if (!io) return;
     if (frame.length !== FRAME_SAMPLES) throw new RangeError(`playback expects ${FRAME_SAMPLES}-sample frames, got ${frame.length}`);
-    if (this.count === this.pool.length) {
-      // The device is not keeping up (or stalled): drop the oldest frame rather than let latency grow.
-      this.head = (this.head + 1) % this.pool.length;
-      this.count--;
-      this.stats.droppedForLatency++;
-    }
-    const buf = this.pool[(this.head + this.count) % this.pool.length];
-    new Int16Array(buf.buffer, buf.byteOffset, FRAME_SAMPLES).set(frame);
-    this.count++;
+    this.chunkView.set(frame);
+    const dropped = io.write(this.chunk); // copied into the native ring: the buffer is free again
+    this.written += FRAME_BYTES;
     this.stats.written++;
-    this.pump();
-  }
-
-  private pump(): void {
-    if (this.inFlight || this.count === 0 || !this.stream) return;
-    const buf = this.pool[this.head];
-    this.head = (this.head + 1) % this.pool.length;
-    this.count--;
-    this.inFlight = true;
-    this.inFlightSinceMs = performance.now();
-    // naudiodon copies the chunk synchronously inside write(), so the pool buffer is free again right away.
-    this.stream.write(buf, this.afterWrite);
-  }
-
-  private onWritten(err?: Error | null): void {
-    this.inFlight = false;
-    if (!this.stream) return; // completed after stop()
-    if (err) {
-      this.fail(classifyPortAudioError(err, `playback device ${this.device.label} failed`));
-      return;
+    if (dropped > 0) {
+      // The device is not keeping up (or stalled): the oldest audio went, so latency stays bounded.
+      this.dropped += dropped;
+      this.stats.droppedForLatency += Math.round(dropped / FRAME_BYTES);
     }
-    this.stats.handed++;
-    this.onHanded?.(hrNow());
-    this.pump();
+  }
+
+  private onConsumed(consumed: number, starved: number): void {
+    if (!this.io) return; // a report queued before stop()
+    this.watchdog!.lastMs = performance.now();
+    if (starved > 0) this.stats.starved++;
+    if (consumed === 0) return;
+    // Whole frames handed: the ring only ever holds whole frames and the callback takes one per period.
+    const before = Math.floor(this.consumed / FRAME_BYTES);
+    this.consumed += consumed;
+    const frames = Math.floor(this.consumed / FRAME_BYTES) - before;
+    if (frames === 0) return;
+    const at = hrNow();
+    for (let i = 0; i < frames; i++) {
+      this.stats.handed++;
+      this.onHanded?.(at);
+    }
   }
 
   private fail(err: AudioDeviceError): void {
-    if (this.failed || !this.stream) return; // errors after stop() are expected
+    if (this.failed || !this.io) return; // errors after stop() are expected
     this.failed = true;
     void this.stop();
     this.onError?.(err);
   }
 
   async stop(): Promise<void> {
-    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog?.stop();
     this.watchdog = undefined;
-    const stream = this.stream;
-    this.stream = undefined;
-    this.count = 0;
-    this.inFlight = false;
-    if (stream) await abortStream(stream);
+    const io = this.io;
+    this.io = undefined;
+    this.written = this.consumed = this.dropped = 0;
+    if (io) await closeStream(io);
   }
 }
 
-/** Aborts a naudiodon stream (drops pending audio); bounded wait, since a dead device may never answer. */
-function abortStream(stream: IoStreamRead | IoStreamWrite): Promise<void> {
+/** Stops and closes a stream (drops pending audio); bounded wait, since a dead device may never answer. */
+function closeStream(io: FrameIO): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, 2000);
     timer.unref();
-    try {
-      stream.abort(() => {
+    io.close().then(
+      () => {
         clearTimeout(timer);
         resolve();
-      });
-    } catch {
-      clearTimeout(timer);
-      resolve();
-    }
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    );
   });
 }

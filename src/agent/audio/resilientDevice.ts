@@ -178,6 +178,11 @@ export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implement
     return this.inner?.queuedMs ?? 0;
   }
 
+  /** Of the device open now (a reopened device starts from 0). */
+  get underruns(): number {
+    return this.inner?.underruns ?? 0;
+  }
+
   write(frame: Int16Array): void {
     this.inner?.write(frame);
   }

@@ -131,6 +131,41 @@ describe('JitterBuffer', () => {
     expect(jb.bufferedMs).toBeLessThanOrEqual(jb.targetDelayMs + 20);
   });
 
+  it('standing one-frame excess: a steady link that sits one frame above the target is trimmed back to it', () => {
+    // Packets arrive one per pop, but one more than the target is always buffered (the stream started with a
+    // frame to spare). The depth never dips, so it is not jitter: one frame is dropped, and only one.
+    const jb = new JitterBuffer({ initialDelayMs: 20, minDelayMs: 20, stablePopsToShrink: 100_000 });
+    let seq = 0;
+    jb.push(pkt(seq++), 0n, 0);
+    const depthAtPop: number[] = [];
+    for (let pop = 0; pop < 400; pop++) {
+      jb.push(pkt(seq), 0n, seq * 20);
+      seq++;
+      depthAtPop.push(jb.bufferedMs);
+      jb.pop();
+    }
+    expect(depthAtPop[0]).toBe(40); // target 20 ms + the spare frame
+    expect(jb.stats.trimmed).toBe(1);
+    expect(depthAtPop.at(-1)).toBe(20); // back at the target: 20 ms less latency for every later packet
+    expect(jb.stats.lost).toBe(0);
+    expect(jb.stats.underruns).toBe(0);
+  });
+
+  it('far behind after a late sound card start: catches up in one step instead of over seconds', () => {
+    // 1.2 s of packets piled up before the sound card took its first frame (PulseAudio start-up, measured).
+    const jb = new JitterBuffer();
+    let seq = 0;
+    for (; seq < 60; seq++) jb.push(pkt(seq), 0n, seq * 20);
+    const first = jb.pop();
+    expect(first.kind).toBe('packet');
+    expect(jb.bufferedMs).toBeLessThanOrEqual(jb.targetDelayMs + 20);
+    // and it goes on playing in order from there, nothing lost
+    const next = (first as { sequenceNumber: number }).sequenceNumber + 1;
+    jb.push(pkt(seq), 0n, seq * 20);
+    expect(show(jb.pop())).toBe(`p${next}`);
+    expect(jb.stats.lost).toBe(0);
+  });
+
   it('keeps latency bounded when the sender clock runs fast (drift), trimming rarely', () => {
     const jb = new JitterBuffer();
     // Sender 1 % fast: 101 packets per 100 pops, for 60 s.

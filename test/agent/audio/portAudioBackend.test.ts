@@ -1,5 +1,6 @@
 // PortAudio capture and playback on the virtual sound card: a tone played into the microphone is captured,
 // a tone written to the speaker is heard on its monitor.
+import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AudioDeviceError, type CaptureDevice, type PlaybackDevice } from '../../../src/agent/audio/audioDevice.js';
 import { classifyPortAudioError, PortAudioBackend, resolveDevice } from '../../../src/agent/audio/portAudioBackend.js';
@@ -71,6 +72,48 @@ describe('PortAudioBackend', () => {
     for (let s = 0; s + 960 <= heard.length; s += 960) if (toneFraction(heard, 1000, s, s + 960) > 0.9) toneBlocks++;
     expect(toneBlocks).toBeGreaterThanOrEqual(45);
     expect(toneBlocks).toBeLessThanOrEqual(52);
+  });
+
+  it('a speaker given no audio keeps running on silence: the audio callback never waits for JS', async () => {
+    // naudiodon's AudioIO callback blocked until JS wrote, so a busy event loop starved the card and every chunk
+    // cost a pool-thread hop (issue #5, CPU). Now the callback plays silence and reports it; writing resumes.
+    const pb = backend.openPlayback('default');
+    open.push(pb);
+    let failed: unknown;
+    pb.onError = (e) => (failed = e);
+    let handed = 0;
+    pb.onHanded = () => handed++;
+    await pb.start();
+    await waitUntil(() => (pb.underruns ?? 0) >= 10, 5000, 'the callback to run on without audio');
+    expect(handed).toBe(0);
+    expect(pb.queuedMs).toBe(0);
+    const t = tone(1000, 100);
+    pb.write(t.subarray(0, 960));
+    expect(pb.queuedMs).toBe(20);
+    pb.write(t.subarray(960, 1920));
+    await waitUntil(() => handed >= 2, 5000, 'the written frames to be taken');
+    expect(pb.queuedMs).toBe(0);
+    expect(failed).toBeUndefined();
+  });
+
+  it('the native FrameIO stream rejects bad input with clear errors (never a crash) and closes idempotently', async () => {
+    const { FrameIO } = createRequire(import.meta.url)('naudiodon2') as typeof import('naudiodon2');
+    const ctor = FrameIO as unknown as new (...args: unknown[]) => InstanceType<typeof FrameIO>;
+    expect(() => new ctor({ input: true })).toThrow(/expects \(options object, callback function\)/);
+    expect(() => new ctor({ input: 'yes' }, () => {})).toThrow(/options.input must be a boolean/);
+    expect(() => new ctor({ input: false, latencyMs: '60' }, () => {})).toThrow(/must be numbers/);
+    expect(() => new ctor({ input: false, channelCount: 0 }, () => {})).toThrow(/out of range/);
+    const cap = new FrameIO({ input: true }, () => {});
+    expect(() => cap.write(Buffer.alloc(1920))).toThrow(/cannot write to a capture stream/);
+    await cap.close();
+    const pb = new FrameIO({ input: false, ringBytes: 3840 }, () => {});
+    expect(() => pb.write('not a buffer' as unknown as Buffer)).toThrow(/expects a Buffer/);
+    expect(pb.write(Buffer.alloc(1920))).toBe(0);
+    expect(pb.write(Buffer.alloc(1920))).toBe(0);
+    expect(pb.write(Buffer.alloc(1920))).toBe(1920); // the ring holds two frames: the oldest went
+    expect(pb.stats().droppedBytes).toBe(1920);
+    await Promise.all([pb.close(), pb.close()]);
+    expect(() => pb.start()).toThrow(/closed/);
   });
 
   it('stop() really closes the streams (PulseAudio no longer lists them) and they can be reopened', async () => {

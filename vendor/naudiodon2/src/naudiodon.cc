@@ -19,6 +19,8 @@
 #include "GetHostAPIs.h"
 #include "AudioIO.h"
 
+namespace streampunk { napi_status InitFrameIO(napi_env env, napi_value exports); }
+
 napi_value Create(napi_env env, napi_callback_info info) {
   napi_status status;
   size_t argc = 1;
@@ -46,6 +48,8 @@ napi_value Init(napi_env env, napi_value exports) {
     DECLARE_NAPI_METHOD("create", Create)
   };
   status = napi_define_properties(env, exports, 3, desc);
+  CHECK_STATUS;
+  status = streampunk::InitFrameIO(env, exports);  // speaker-agent addition (PATCHES.md item 8)
   CHECK_STATUS;
 
   return exports;

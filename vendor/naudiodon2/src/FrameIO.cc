@@ -1,0 +1,409 @@
+// speaker-agent addition (PATCHES.md item 8): a lean, callback-driven PortAudio stream for one direction.
+//
+// Why: AudioIO moves every 20 ms chunk through a libuv pool thread (async work blocking on a condition
+// variable), a promise, and a Node Readable/Writable stream. For a call (100 chunks/s) that machinery cost
+// more CPU than the audio work itself, and each open stream held one of the four pool threads. FrameIO:
+//   - capture: the PortAudio callback copies the samples and hands them to JS through a thread-safe function
+//     (non-blocking; if JS is stalled and 32 chunks are waiting, the chunk is dropped and counted);
+//   - playback: write() copies a chunk into a byte ring synchronously (no thread hop); the PortAudio callback
+//     takes from the ring and plays silence for whatever is missing (the card never starves, a late writer
+//     costs a gap, not an ever-growing delay), then tells JS how many bytes it consumed, which paces playout
+//     by the card's clock. A full ring drops its oldest bytes (latency stays bounded).
+// Neither callback ever blocks or waits on JS.
+//
+// JS: new FrameIO({ input, deviceId, sampleRate, channelCount, framesPerBuffer, latencyMs, ringBytes }, cb)
+//   input:  cb(buf: Buffer, statusFlags: number)
+//   output: cb(consumedBytes: number, statusFlags: number, starvedBytes: number)
+//   start(), write(buf) -> bytes dropped from the ring to make room (normally 0), close() -> Promise (idempotent),
+//   stats() -> { droppedChunks, droppedBytes, starvedCallbacks }
+#include <node_api.h>
+#include <portaudio.h>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace streampunk {
+
+namespace {
+
+struct InChunk {
+  uint32_t bytes;
+  uint32_t flags;
+  uint8_t data[1];
+};
+
+struct OutNote {
+  uint32_t consumed;
+  uint32_t starved;
+  uint32_t flags;
+};
+
+class FrameIO {
+ public:
+  bool input = false;
+  PaStream* stream = nullptr;
+  bool paInitialized = false;
+  uint32_t bytesPerSampleFrame = 2;
+  napi_threadsafe_function tsfn = nullptr;
+  napi_ref wrapper = nullptr;
+  std::atomic<bool> closing{false};
+  bool closed = false;
+  bool started = false;
+  // playback ring
+  std::mutex m;
+  std::vector<uint8_t> ring;
+  size_t head = 0;
+  size_t count = 0;
+  // stats
+  std::atomic<uint32_t> droppedChunks{0};
+  std::atomic<uint64_t> droppedBytes{0};
+  std::atomic<uint32_t> starvedCallbacks{0};
+  void shutdownStream() {
+    if (stream) {
+      Pa_AbortStream(stream);
+      Pa_CloseStream(stream);
+      stream = nullptr;
+    }
+    if (paInitialized) {
+      Pa_Terminate();
+      paInitialized = false;
+    }
+  }
+
+};
+
+int InputCallback(const void* in, void*, unsigned long frameCount, const PaStreamCallbackTimeInfo*,
+                  PaStreamCallbackFlags flags, void* user) {
+  FrameIO* io = static_cast<FrameIO*>(user);
+  if (io->closing.load(std::memory_order_relaxed)) return paContinue;
+  // malloc in the audio thread: glibc's per-thread cache serves a same-size block here; AudioIO allocated too.
+  uint32_t bytes = frameCount * io->bytesPerSampleFrame;
+  InChunk* c = static_cast<InChunk*>(malloc(sizeof(InChunk) + bytes));
+  if (!c) return paContinue;
+  c->bytes = bytes;
+  c->flags = (uint32_t)flags;
+  if (in) memcpy(c->data, in, bytes);
+  else memset(c->data, 0, bytes);
+  if (napi_call_threadsafe_function(io->tsfn, c, napi_tsfn_nonblocking) != napi_ok) {
+    free(c);
+    io->droppedChunks++;
+  }
+  return paContinue;
+}
+
+int OutputCallback(const void*, void* out, unsigned long frameCount, const PaStreamCallbackTimeInfo*,
+                   PaStreamCallbackFlags flags, void* user) {
+  FrameIO* io = static_cast<FrameIO*>(user);
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  uint32_t want = frameCount * io->bytesPerSampleFrame;
+  uint32_t got = 0;
+  {
+    std::lock_guard<std::mutex> lk(io->m);
+    size_t size = io->ring.size();
+    while (got < want && io->count > 0) {
+      size_t n = std::min<size_t>(want - got, std::min<size_t>(io->count, size - io->head));
+      memcpy(dst + got, io->ring.data() + io->head, n);
+      io->head = (io->head + n) % size;
+      io->count -= n;
+      got += n;
+    }
+  }
+  if (got < want) {
+    memset(dst + got, 0, want - got);
+    io->starvedCallbacks++;
+  }
+  if (io->closing.load(std::memory_order_relaxed)) return paContinue;
+  OutNote* note = static_cast<OutNote*>(malloc(sizeof(OutNote)));
+  if (!note) return paContinue;
+  note->consumed = got;
+  note->starved = want - got;
+  note->flags = (uint32_t)flags;
+  if (napi_call_threadsafe_function(io->tsfn, note, napi_tsfn_nonblocking) != napi_ok) {
+    free(note);
+    io->droppedChunks++;
+  }
+  return paContinue;
+}
+
+void CallJsInput(napi_env env, napi_value cb, void* context, void* data) {
+  InChunk* c = static_cast<InChunk*>(data);
+  FrameIO* io = static_cast<FrameIO*>(context);
+  if (env != nullptr && !io->closing.load()) {
+    napi_value argv[2], undefined, result;
+    void* bufData;
+    if (napi_create_buffer_copy(env, c->bytes, c->data, &bufData, &argv[0]) == napi_ok &&
+        napi_create_uint32(env, c->flags, &argv[1]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
+      napi_call_function(env, undefined, cb, 2, argv, &result);
+    }
+  }
+  free(c);
+}
+
+void CallJsOutput(napi_env env, napi_value cb, void* context, void* data) {
+  OutNote* note = static_cast<OutNote*>(data);
+  FrameIO* io = static_cast<FrameIO*>(context);
+  uint32_t consumed = note->consumed, starved = note->starved, flags = note->flags;
+  free(note);
+  // env is null while the tsfn is torn down (after close): io may be gone then, so it is not touched.
+  if (env == nullptr || io->closing.load()) return;
+  napi_value argv[3], undefined, result;
+  if (napi_create_uint32(env, consumed, &argv[0]) == napi_ok && napi_create_uint32(env, flags, &argv[1]) == napi_ok &&
+      napi_create_uint32(env, starved, &argv[2]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
+    napi_call_function(env, undefined, cb, 3, argv, &result);
+  }
+}
+
+void FinalizeTsfn(napi_env, void*, void*) {}
+
+bool GetNumber(napi_env env, napi_value obj, const char* name, double def, double* out) {
+  bool has = false;
+  *out = def;
+  if (napi_has_named_property(env, obj, name, &has) != napi_ok) return false;
+  if (!has) return true;
+  napi_value v;
+  napi_valuetype t;
+  if (napi_get_named_property(env, obj, name, &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok) return false;
+  if (t == napi_undefined) return true;
+  if (t != napi_number) return false;
+  return napi_get_value_double(env, v, out) == napi_ok;
+}
+
+napi_value Throw(napi_env env, const std::string& msg) {
+  napi_throw_error(env, nullptr, msg.c_str());
+  return nullptr;
+}
+
+FrameIO* Unwrap(napi_env env, napi_callback_info info, size_t* argc, napi_value* argv) {
+  napi_value self;
+  if (napi_get_cb_info(env, info, argc, argv, &self, nullptr) != napi_ok) return nullptr;
+  FrameIO* io = nullptr;
+  if (napi_unwrap(env, self, reinterpret_cast<void**>(&io)) != napi_ok) return nullptr;
+  return io;
+}
+
+void Destroy(napi_env env, void* data, void*) {
+  FrameIO* io = static_cast<FrameIO*>(data);
+  // Only reached when JS dropped the object without close(): stop the stream before freeing what it uses.
+  io->closing = true;
+  io->shutdownStream();
+  if (io->tsfn) napi_release_threadsafe_function(io->tsfn, napi_tsfn_abort);
+  io->tsfn = nullptr;
+  // Chunks still queued in the tsfn are freed with env == null, without touching io: safe to delete it now.
+  delete io;
+}
+
+napi_value Construct(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], self;
+  if (napi_get_cb_info(env, info, &argc, argv, &self, nullptr) != napi_ok) return nullptr;
+  napi_valuetype t0, t1;
+  if (argc < 2 || napi_typeof(env, argv[0], &t0) != napi_ok || t0 != napi_object ||
+      napi_typeof(env, argv[1], &t1) != napi_ok || t1 != napi_function)
+    return Throw(env, "FrameIO expects (options object, callback function)");
+
+  bool isInput = false;
+  {
+    napi_value v;
+    if (napi_get_named_property(env, argv[0], "input", &v) != napi_ok || napi_get_value_bool(env, v, &isInput) != napi_ok)
+      return Throw(env, "FrameIO: options.input must be a boolean");
+  }
+  double deviceId, sampleRate, channels, framesPerBuffer, latencyMs, ringBytes;
+  if (!GetNumber(env, argv[0], "deviceId", -1, &deviceId) || !GetNumber(env, argv[0], "sampleRate", 48000, &sampleRate) ||
+      !GetNumber(env, argv[0], "channelCount", 1, &channels) || !GetNumber(env, argv[0], "framesPerBuffer", 960, &framesPerBuffer) ||
+      !GetNumber(env, argv[0], "latencyMs", 0, &latencyMs) || !GetNumber(env, argv[0], "ringBytes", 19200, &ringBytes))
+    return Throw(env, "FrameIO: numeric options must be numbers");
+  if (channels < 1 || channels > 8 || framesPerBuffer < 1 || framesPerBuffer > 65536 || ringBytes < 2 || ringBytes > (1 << 24))
+    return Throw(env, "FrameIO: options out of range");
+
+  FrameIO* io = new FrameIO();
+  io->input = isInput;
+  io->bytesPerSampleFrame = (uint32_t)channels * 2;
+  if (!isInput) {
+    io->ring.resize((size_t)ringBytes);
+  }
+
+  PaError err = Pa_Initialize();
+  if (err != paNoError) {
+    delete io;
+    return Throw(env, std::string("Could not initialize PortAudio: ") + Pa_GetErrorText(err));
+  }
+  io->paInitialized = true;
+
+  PaStreamParameters p;
+  memset(&p, 0, sizeof(p));
+  int dev = (int)deviceId;
+  p.device = (dev >= 0 && dev < Pa_GetDeviceCount()) ? dev : (isInput ? Pa_GetDefaultInputDevice() : Pa_GetDefaultOutputDevice());
+  if (p.device == paNoDevice) {
+    io->shutdownStream();
+    delete io;
+    return Throw(env, "No default device");
+  }
+  const PaDeviceInfo* di = Pa_GetDeviceInfo(p.device);
+  int maxCh = isInput ? di->maxInputChannels : di->maxOutputChannels;
+  if ((int)channels > maxCh) {
+    io->shutdownStream();
+    delete io;
+    return Throw(env, "Invalid number of channels for this device");
+  }
+  p.channelCount = (int)channels;
+  p.sampleFormat = paInt16;
+  p.suggestedLatency = latencyMs > 0 ? latencyMs / 1000.0 : (isInput ? di->defaultLowInputLatency : di->defaultLowOutputLatency);
+  p.hostApiSpecificStreamInfo = nullptr;
+  err = Pa_OpenStream(&io->stream, isInput ? &p : nullptr, isInput ? nullptr : &p, sampleRate, (unsigned long)framesPerBuffer,
+                      paNoFlag, isInput ? InputCallback : OutputCallback, io);
+  if (err != paNoError) {
+    io->stream = nullptr;
+    io->shutdownStream();
+    delete io;
+    return Throw(env, std::string("Could not open stream: ") + Pa_GetErrorText(err));
+  }
+
+  napi_value name;
+  napi_create_string_utf8(env, isInput ? "FrameIO.capture" : "FrameIO.playback", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, argv[1], nullptr, name, 32, 1, nullptr, FinalizeTsfn, io,
+                                      isInput ? CallJsInput : CallJsOutput, &io->tsfn) != napi_ok) {
+    io->shutdownStream();
+    delete io;
+    return Throw(env, "FrameIO: cannot create the thread-safe callback");
+  }
+  if (napi_wrap(env, self, io, Destroy, nullptr, nullptr) != napi_ok) {
+    io->shutdownStream();
+    napi_release_threadsafe_function(io->tsfn, napi_tsfn_abort);
+    return Throw(env, "FrameIO: cannot wrap");
+  }
+  return self;
+}
+
+napi_value Start(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  FrameIO* io = Unwrap(env, info, &argc, nullptr);
+  if (!io) return nullptr;
+  if (io->closed || io->closing || !io->stream) return Throw(env, "FrameIO: stream is closed");
+  if (io->started) return nullptr;
+  PaError err = Pa_StartStream(io->stream);
+  if (err != paNoError) return Throw(env, std::string("Could not start stream: ") + Pa_GetErrorText(err));
+  io->started = true;
+  return nullptr;
+}
+
+napi_value Write(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  FrameIO* io = Unwrap(env, info, &argc, argv);
+  if (!io) return nullptr;
+  if (io->input) return Throw(env, "FrameIO: cannot write to a capture stream");
+  void* data;
+  size_t len;
+  bool isBuf = false;
+  if (argc < 1 || napi_is_buffer(env, argv[0], &isBuf) != napi_ok || !isBuf || napi_get_buffer_info(env, argv[0], &data, &len) != napi_ok)
+    return Throw(env, "FrameIO: write expects a Buffer");
+  size_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lk(io->m);
+    size_t size = io->ring.size();
+    const uint8_t* src = static_cast<const uint8_t*>(data);
+    if (len > size) {  // only the newest part fits
+      dropped += len - size;
+      src += len - size;
+      len = size;
+    }
+    if (io->count + len > size) {  // drop the oldest bytes: latency stays bounded
+      size_t drop = io->count + len - size;
+      io->head = (io->head + drop) % size;
+      io->count -= drop;
+      dropped += drop;
+    }
+    size_t tail = (io->head + io->count) % size;
+    size_t first = std::min(len, size - tail);
+    memcpy(io->ring.data() + tail, src, first);
+    memcpy(io->ring.data(), src + first, len - first);
+    io->count += len;
+  }
+  io->droppedBytes += dropped;
+  napi_value r;
+  napi_create_uint32(env, (uint32_t)dropped, &r);
+  return r;
+}
+
+struct CloseWork {
+  FrameIO* io;
+  napi_deferred deferred;
+  napi_async_work work;
+  napi_ref self;
+};
+
+void CloseExecute(napi_env, void* data) {
+  static_cast<CloseWork*>(data)->io->shutdownStream();
+}
+
+void CloseComplete(napi_env env, napi_status, void* data) {
+  CloseWork* w = static_cast<CloseWork*>(data);
+  // The stream is stopped: no callback can run any more, so the tsfn can go.
+  if (w->io->tsfn) napi_release_threadsafe_function(w->io->tsfn, napi_tsfn_abort);
+  w->io->tsfn = nullptr;
+  w->io->closed = true;
+  napi_value undefined;
+  napi_get_undefined(env, &undefined);
+  napi_resolve_deferred(env, w->deferred, undefined);
+  napi_delete_async_work(env, w->work);
+  napi_delete_reference(env, w->self);
+  delete w;
+}
+
+napi_value Close(napi_env env, napi_callback_info info) {
+  napi_value self, promise;
+  size_t argc = 0;
+  if (napi_get_cb_info(env, info, &argc, nullptr, &self, nullptr) != napi_ok) return nullptr;
+  FrameIO* io = nullptr;
+  if (napi_unwrap(env, self, reinterpret_cast<void**>(&io)) != napi_ok || !io) return nullptr;
+  CloseWork* w = new CloseWork{io, nullptr, nullptr, nullptr};
+  napi_create_promise(env, &w->deferred, &promise);
+  if (io->closing.exchange(true)) {  // already closing or closed: resolve at once
+    napi_value undefined;
+    napi_get_undefined(env, &undefined);
+    napi_resolve_deferred(env, w->deferred, undefined);
+    delete w;
+    return promise;
+  }
+  napi_create_reference(env, self, 1, &w->self);
+  napi_value name;
+  napi_create_string_utf8(env, "FrameIO.close", NAPI_AUTO_LENGTH, &name);
+  napi_create_async_work(env, nullptr, name, CloseExecute, CloseComplete, w, &w->work);
+  napi_queue_async_work(env, w->work);
+  return promise;
+}
+
+napi_value Stats(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  FrameIO* io = Unwrap(env, info, &argc, nullptr);
+  if (!io) return nullptr;
+  napi_value o, v;
+  napi_create_object(env, &o);
+  napi_create_uint32(env, io->droppedChunks.load(), &v);
+  napi_set_named_property(env, o, "droppedChunks", v);
+  napi_create_double(env, (double)io->droppedBytes.load(), &v);
+  napi_set_named_property(env, o, "droppedBytes", v);
+  napi_create_uint32(env, io->starvedCallbacks.load(), &v);
+  napi_set_named_property(env, o, "starvedCallbacks", v);
+  return o;
+}
+
+}  // namespace
+
+napi_status InitFrameIO(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"write", nullptr, Write, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"close", nullptr, Close, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_value cls;
+  napi_status s = napi_define_class(env, "FrameIO", NAPI_AUTO_LENGTH, Construct, nullptr, 4, props, &cls);
+  if (s != napi_ok) return s;
+  return napi_set_named_property(env, exports, "FrameIO", cls);
+}
+
+}  // namespace streampunk
