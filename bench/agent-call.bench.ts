@@ -4,8 +4,8 @@
 //   - server back to call re-established, p50 over several peer restarts
 //   - CPU % of one core of the agent process during a steady two-way call (30 s window)
 //   - agent RSS, and RSS growth over a long call (60 s; 10 min with BENCH_LONG=1)
-// The agent runs as plain JavaScript like an installed build: the bench bundles our sources with esbuild (tsx's
-// own compiler, packages left external) into .test-runtime/bench/ first, so no TypeScript is compiled at start.
+// The agent runs as an installed build does: bundled by scripts/build.mjs (as `npm run build`) into
+// .test-runtime/bench-agent/, started with the systemd unit's node flags.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -14,6 +14,8 @@ import { createInterface } from 'node:readline';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
 import { percentile, type BenchRow } from './table.js';
+// @ts-expect-error plain JavaScript build script, no type declarations
+import { bundle } from '../scripts/build.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const KEY = 'bench-workspace-key';
@@ -44,21 +46,25 @@ function stopVirtualAudio(): void {
   }
 }
 
-/** Bundles test/support/agentProcessMain.ts (our sources only) into the project tree, where node_modules resolves. */
-function buildAgent(): string {
-  const out = path.join(ROOT, '.test-runtime', 'bench', 'agent-main.mjs');
-  execFileSync(path.join(ROOT, 'node_modules/.bin/esbuild'), [
-    path.join(ROOT, 'test/support/agentProcessMain.ts'),
-    '--bundle', '--platform=node', '--format=esm', '--packages=external', '--target=node20', `--outfile=${out}`, '--log-level=warning',
-  ]);
-  return out;
+/** Bundles test/support/agentProcessMain.ts exactly as `npm run build` bundles the CLI (scripts/build.mjs). */
+async function buildAgent(): Promise<string> {
+  const outdir = path.join(ROOT, '.test-runtime', 'bench-agent');
+  await (bundle as (o: object) => Promise<unknown>)({ outdir, quiet: true, extraEntryPoints: { 'agent-main': 'test/support/agentProcessMain.ts' } });
+  return path.join(outdir, 'agent-main.js');
+}
+
+/** The node flags the systemd unit runs the agent with, so the figures are the service's. */
+function unitNodeFlags(): string[] {
+  const unit = readFileSync(path.join(ROOT, 'systemd/speaker-agent.service'), 'utf8');
+  const exec = /^ExecStart=\S+ (.*) \/opt\/speaker-agent\/bin\/speaker-agent\.js run$/m.exec(unit);
+  return exec ? exec[1].split(/\s+/) : [];
 }
 
 let agentMain = '';
 
 function spawnAgent(url: string, stateDir: string): AgentProc {
   const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
-  const child = spawn(process.execPath, [agentMain], {
+  const child = spawn(process.execPath, [...unitNodeFlags(), agentMain], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -145,7 +151,7 @@ function slope(xs: number[], ys: number[]): number {
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   startVirtualAudio();
-  agentMain = buildAgent();
+  agentMain = await buildAgent();
   const peer = new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-peer-')), 'enrolled.json') });
   await peer.start();
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'bench-state-'));

@@ -31,11 +31,11 @@ export interface CompanionContext {
   publicUrl(): string;
 }
 
-/** The offline engines (espeak-ng synthesiser, pocketsphinx recogniser) from src/companion/speech. */
+/** The offline engines (espeak-ng synthesiser processes, pocketsphinx recogniser threads) from src/companion/speech. */
 export async function createSpeechEngines(): Promise<SpeechEngines> {
   const { EspeakSynthesizer } = await import('./speech/espeakSynthesizer.js');
-  const { PocketsphinxRecognizer } = await import('./speech/pocketsphinxRecognizer.js');
-  return { synthesizer: new EspeakSynthesizer(), recognizer: new PocketsphinxRecognizer() };
+  const { ThreadedRecognizer } = await import('./speech/recognizerThreads.js');
+  return { synthesizer: new EspeakSynthesizer(), recognizer: new ThreadedRecognizer() };
 }
 
 export function createTtsAdapter(settings: CompanionSettings, speech: SpeechEngines): TtsAdapter {

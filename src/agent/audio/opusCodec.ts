@@ -11,8 +11,10 @@
 //   yields 120 ms of concealment (verified: first 20 ms continue the signal, then it fades out). We play
 //   it out 20 ms at a time: consecutive losses take the next slice instead of calling PLC again, which also
 //   keeps the decoder's state in step with what was played.
-import opus from '@discordjs/opus';
+import { loadOpus } from '../../common/audio/opusBinding.js';
 import { FRAME_SAMPLES } from './audioDevice.js';
+
+const opus = loadOpus();
 
 // opus_defines.h request numbers and values.
 const OPUS_SET_APPLICATION = 4000;

@@ -10,6 +10,7 @@ import { EventWriter, newId, type TranscriptFamily } from './eventWriter.js';
 import type { FramePacer } from './framePacer.js';
 import { IncomingAudio } from './incomingAudio.js';
 import { OutgoingAudio } from './outgoingAudio.js';
+import type { SpeechEncoder } from './speechEncoder.js';
 import type { IceServer } from '../../protocol/session.js';
 import type { SessionRecord } from './sessionRegistry.js';
 
@@ -26,6 +27,8 @@ export interface CallDeps {
   synthesizer: Synthesizer;
   brain: Brain;
   pacer: FramePacer;
+  /** turns assistant speech into Opus ahead of playback (shared by all calls) */
+  speechEncoder: SpeechEncoder;
   logger: Logger;
   /** the call ended (for whatever reason) and released its resources */
   onClosed: (call: Call) => void;
@@ -58,6 +61,7 @@ export class Call {
     this.outgoing = new OutgoingAudio(
       (packet) => this.peer.sendRtp(packet),
       (responseId) => this.conversation.utterancePlayed(responseId),
+      deps.speechEncoder,
     );
     this.conversation = new Conversation({
       events: this.events,
@@ -108,7 +112,7 @@ export class Call {
       this.deps.pacer.remove(this.outgoing);
       this.conversation.close();
       this.incoming.close();
-      this.outgoing.cut();
+      this.outgoing.close();
       await this.peer.close();
       this.deps.onClosed(this);
     })();

@@ -10,6 +10,7 @@ import { Call } from './call.js';
 import type { TranscriptFamily } from './eventWriter.js';
 import { FramePacer, type PacerStats } from './framePacer.js';
 import type { SessionRecord } from './sessionRegistry.js';
+import { ThreadSpeechEncoder, type SpeechEncoder } from './speechEncoder.js';
 
 export interface CallRegistryOptions {
   iceServers: IceServer[];
@@ -27,6 +28,8 @@ export interface CallRegistryDeps {
   synthesizer: Synthesizer;
   brain: Brain;
   logger: Logger;
+  /** default: a ThreadSpeechEncoder owned (and closed) by the registry */
+  speechEncoder?: SpeechEncoder;
 }
 
 export interface RealtimeStats {
@@ -51,6 +54,8 @@ export class CallRegistry {
   private readonly sweepTimer: NodeJS.Timeout;
   private closedRecognition = { audioMs: 0, waitMs: 0 };
   private shuttingDown = false;
+  private readonly speechEncoder: SpeechEncoder;
+  private readonly ownsEncoder: boolean;
 
   constructor(
     private readonly opts: CallRegistryOptions,
@@ -58,6 +63,8 @@ export class CallRegistry {
   ) {
     this.sweepTimer = setInterval(() => this.sweep(), Math.min(1000, Math.max(100, opts.idleTimeoutMs / 4)));
     this.sweepTimer.unref();
+    this.ownsEncoder = !deps.speechEncoder;
+    this.speechEncoder = deps.speechEncoder ?? new ThreadSpeechEncoder();
   }
 
   get size(): number {
@@ -78,7 +85,7 @@ export class CallRegistry {
         voice: this.opts.voice,
         vadHangoverMs: this.opts.vadHangoverMs,
       },
-      { ...this.deps, pacer: this.pacer, onClosed: (c) => this.forget(c) },
+      { ...this.deps, pacer: this.pacer, speechEncoder: this.speechEncoder, onClosed: (c) => this.forget(c) },
     );
     this.calls.set(call.id, call);
     try {
@@ -112,6 +119,7 @@ export class CallRegistry {
     clearInterval(this.sweepTimer);
     await Promise.all([...this.calls.values()].map((c) => c.close('server_shutdown')));
     this.pacer.stop();
+    if (this.ownsEncoder) await this.speechEncoder.close();
   }
 
   private sweep(): void {

@@ -3,11 +3,13 @@
 // (resampling every frame of every call would be the biggest per-call cost while nobody speaks). The recogniser
 // decodes while the user speaks, so the end of speech costs only the tail. A short pre-roll ring feeds it the
 // audio that preceded speech_start (the VAD needs ~100 ms to decide).
-import opus from '@discordjs/opus';
+import { loadOpus } from '../../common/audio/opusBinding.js';
 import { Resampler } from '../../common/audio/resample.js';
 import { AUDIO } from '../../protocol/session.js';
 import type { Recognition, Recognizer, RecognizerStream } from '../speech/recognizer.js';
 import { VoiceActivityDetector } from '../speech/vad.js';
+
+const opus = loadOpus();
 
 const RATE_16K = 16_000;
 const FRAME = AUDIO.samplesPerFrame; // 960 at 48 kHz

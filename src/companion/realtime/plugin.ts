@@ -26,7 +26,7 @@ export interface RealtimeService {
   stats(): RealtimeStats;
 }
 
-/** Optional abilities of a recogniser (PocketsphinxRecognizer has both); other engines may lack them. */
+/** Optional abilities of a recogniser (PocketsphinxRecognizer and ThreadedRecognizer have both); other engines may lack them. */
 interface RecognizerExtras {
   warmUp?: () => Promise<void>;
   setStoryNames?: (names: string[]) => void;

@@ -10,7 +10,7 @@
 // SpeechError 'TTS_FAILED'.
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
+import os, { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SynthesisLane, SynthesisResult, Synthesizer, SynthesizeOptions, VoiceParams } from './synthesizer.js';
 import type { EspeakVoiceSettings } from './espeakEngine.js';
@@ -93,6 +93,9 @@ class Worker {
   restarts = 0;
   constructor(readonly lane: SynthesisLane) {}
 }
+
+/** nice value of the synthesis processes (the event loop runs at 0) */
+const SYNTH_NICE = 5;
 
 function workerLaunch(): { modulePath: string; execArgv: string[] } {
   const here = import.meta.url;
@@ -220,6 +223,15 @@ export class EspeakSynthesizer implements Synthesizer {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     w.child = child;
+    // Below the event loop's priority: on a shared core, synthesis (which runs seconds ahead of playback) must
+    // never delay the 20 ms frame pacer of live calls. Best effort (a pid may already be gone).
+    if (child.pid) {
+      try {
+        os.setPriority(child.pid, SYNTH_NICE);
+      } catch {
+        /* not permitted or exited: runs at normal priority */
+      }
+    }
     let stderr = '';
     child.stderr?.on('data', (b: Buffer) => {
       if (stderr.length < 4096) stderr += b.toString();

@@ -1,7 +1,9 @@
 // The offline Recognizer: CMU pocketsphinx 5prealpha (Debian libpocketsphinx3) called in-process through koffi.
 //
 // Off the event loop: every decoder call (model loading, ps_process_raw, ps_end_utt) is a koffi async call,
-// so it runs on the libuv thread pool; calls to one decoder are chained, never concurrent.
+// so it runs on the libuv thread pool; calls to one decoder are chained, never concurrent. With `sync: true`
+// the calls run on the calling thread instead: for a dedicated worker thread (recognizerThreads.ts), which
+// runs at a lower CPU priority than the event loop that paces live calls.
 // Streaming: audio written while the user speaks is decoded in ~100 ms batches, so end() only decodes the tail.
 // Command mode runs two decoders over the same audio at once: one restricted to the JSGF command grammar
 // (commandGrammar.ts), one with the general en-us language model. A grammar search forces *some* command onto
@@ -27,6 +29,8 @@ export interface PocketsphinxOptions {
   maxConcurrent?: number;
   /** extra pocketsphinx options for the language-model decoder (default DEFAULT_LM_TUNING) */
   tuning?: Record<string, string>;
+  /** decode on the calling thread (a worker thread) instead of the libuv pool (default false) */
+  sync?: boolean;
 }
 
 const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
@@ -82,7 +86,17 @@ function sphinx(): SphinxApi {
   }
 }
 
+/** set for a recogniser created with sync: true (one per worker thread) */
+let syncCalls = false;
+
 function call<T>(fn: AsyncFn, ...args: unknown[]): Promise<T> {
+  if (syncCalls) {
+    try {
+      return Promise.resolve(fn(...args) as T);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
   return new Promise((resolve, reject) => {
     fn.async(...args, (err: unknown, res: T) => (err ? reject(err) : resolve(res)));
   });
@@ -142,6 +156,7 @@ export class PocketsphinxRecognizer implements Recognizer {
     this.modelDir = opts.modelDir ?? DEFAULT_MODEL_DIR;
     this.maxPairs = Math.max(1, opts.maxConcurrent ?? 2);
     this.tuning = opts.tuning ?? DEFAULT_LM_TUNING;
+    if (opts.sync) syncCalls = true;
     sphinx(); // fail fast when the library is missing
     this.grammar = this.buildGrammar(opts.storyNames ?? []);
   }

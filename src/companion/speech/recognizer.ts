@@ -1,5 +1,6 @@
 // The speech-to-text contract used by the realtime assistant (streamed user turns) and the REST API
-// (transcribing clone samples). Implemented offline by PocketsphinxRecognizer (pocketsphinxRecognizer.ts).
+// (transcribing clone samples). Implemented offline by PocketsphinxRecognizer (pocketsphinxRecognizer.ts), which the
+// companion runs in worker threads (ThreadedRecognizer, recognizerThreads.ts).
 
 export interface Recognition {
   text: string;

@@ -1,0 +1,259 @@
+// The companion's Recognizer: pocketsphinx decoding in a small pool of worker threads (recognizerWorker.ts).
+//
+// Why threads at a lower priority: decoding is the heaviest CPU work of a call (two decoders over every
+// utterance). Called through koffi's async mode it ran on the libuv pool at the event loop's own priority, so on
+// a busy core a decode could hold the CPU while a 20 ms frame slot came due. A worker thread with a higher nice
+// value yields the core to the event loop whenever the loop has work, and uses everything the loop leaves.
+// Each thread holds one decoder pair (grammar + language model); a stream goes to the thread with the fewest
+// streams, and audio is sent in 100 ms batches. A crashed thread fails its streams with 'RECOGNIZER_FAILED' and
+// is started again (with the current story names) for the next stream.
+import type { Worker } from 'node:worker_threads';
+import { startWorkerThread } from '../threads/workerThread.js';
+import type { PocketsphinxOptions } from './pocketsphinxRecognizer.js';
+import type { Recognition, RecognitionMode, Recognizer, RecognizerStream, RecognizerStreamOptions } from './recognizer.js';
+import type { RecognizerWorkerData } from './recognizerWorker.js';
+import { SpeechError, type SpeechErrorCode } from './speechError.js';
+
+export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sync' | 'maxConcurrent'> {
+  /** decoding threads, i.e. utterances decoded at the same time (default 2) */
+  threads?: number;
+  /** nice value of the decoding threads (default 10; the event loop runs at 0) */
+  nice?: number;
+  /** also give the decoding threads the SCHED_IDLE policy (default true) */
+  idle?: boolean;
+}
+
+const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
+export const RECOGNIZER_NICE = 10;
+
+type Reply =
+  | { type: 'ready' }
+  | { type: 'fatal'; message: string }
+  | { type: 'warm'; req: number; error?: string }
+  | { type: 'result'; id: number; recognition: Recognition }
+  | { type: 'failed'; id: number; code: SpeechErrorCode; message: string };
+
+class Slot {
+  worker: Worker | undefined;
+  readonly streams = new Map<number, ThreadStream>();
+  readonly warmers = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  starts = 0;
+}
+
+export class ThreadedRecognizer implements Recognizer {
+  readonly sampleRate = 16000 as const;
+  private readonly slots: Slot[];
+  private readonly data: RecognizerWorkerData;
+  private storyNames: string[];
+  private nextId = 1;
+  private closed = false;
+  private fatal: string | undefined;
+
+  constructor(opts: ThreadedRecognizerOptions = {}) {
+    const { threads, nice, idle, storyNames, ...options } = opts;
+    this.slots = Array.from({ length: Math.max(1, threads ?? 2) }, () => new Slot());
+    this.storyNames = storyNames ?? [];
+    this.data = { options, nice: nice ?? RECOGNIZER_NICE, idle: idle ?? true };
+  }
+
+  /** Replaces the story names of "read the story <name>" in every thread. */
+  setStoryNames(names: string[]): void {
+    this.storyNames = [...names];
+    for (const s of this.slots) s.worker?.postMessage({ type: 'names', names: this.storyNames });
+  }
+
+  /** Starts every thread and loads its decoders now instead of on first use. */
+  async warmUp(): Promise<void> {
+    await Promise.all(
+      this.slots.map((slot) => {
+        const w = this.ensureWorker(slot);
+        const req = this.nextId++;
+        return new Promise<void>((resolve, reject) => {
+          slot.warmers.set(req, { resolve, reject });
+          w.postMessage({ type: 'warmup', req });
+        });
+      }),
+    );
+  }
+
+  /** Thread ids of the running decoding threads (diagnostics and fault-injection tests). */
+  threadIds(): number[] {
+    return this.slots.flatMap((s) => (s.worker ? [s.worker.threadId] : []));
+  }
+
+  /** Thread starts so far, counting restarts after a crash. */
+  get threadStarts(): number {
+    return this.slots.reduce((n, s) => n + s.starts, 0);
+  }
+
+  /** Makes a decoding thread die of an uncaught exception, as a bug in it would (fault-injection tests). */
+  async crashThreadForTest(index = 0): Promise<void> {
+    const w = this.slots[index]?.worker;
+    if (!w) return;
+    const exited = new Promise((r) => w.once('exit', r));
+    w.postMessage({ type: 'crash' });
+    await exited;
+  }
+
+  createStream(opts?: RecognizerStreamOptions): RecognizerStream {
+    if (this.closed) throw new SpeechError('RECOGNIZER_FAILED', 'recognizer is closed');
+    if (this.fatal) throw new SpeechError('RECOGNIZER_FAILED', this.fatal);
+    const mode = opts?.mode ?? 'command';
+    if (mode !== 'command' && mode !== 'dictation') throw new SpeechError('INVALID_ARGUMENT', `unknown recognition mode "${String(mode)}"`);
+    const slot = this.slots.reduce((a, b) => (b.streams.size < a.streams.size ? b : a));
+    const id = this.nextId++;
+    const stream = new ThreadStream(id, () => this.ensureWorker(slot), () => slot.streams.delete(id));
+    slot.streams.set(id, stream);
+    this.ensureWorker(slot).postMessage({ type: 'start', id, mode });
+    return stream;
+  }
+
+  async recognize(pcm16k: Int16Array, opts?: RecognizerStreamOptions): Promise<Recognition> {
+    const s = this.createStream(opts);
+    s.write(pcm16k);
+    return s.end();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        const w = slot.worker;
+        slot.worker = undefined;
+        for (const s of slot.streams.values()) s.fail(new SpeechError('ABORTED', 'recognizer closed'));
+        if (!w) return;
+        const exited = new Promise((r) => w.once('exit', r));
+        w.postMessage({ type: 'stop' }); // frees the decoders between two messages, then exits
+        const t = setTimeout(() => void w.terminate(), 5000);
+        await exited;
+        clearTimeout(t);
+      }),
+    );
+  }
+
+  private ensureWorker(slot: Slot): Worker {
+    if (slot.worker) return slot.worker;
+    const w = startWorkerThread(import.meta.url, 'recognizerWorker', { ...this.data, options: { ...this.data.options, storyNames: this.storyNames } });
+    slot.starts++;
+    w.unref(); // idle decoding threads must not keep the process alive
+    w.on('message', (m: Reply) => {
+      switch (m.type) {
+        case 'ready':
+          return;
+        case 'fatal':
+          this.fatal = m.message;
+          return;
+        case 'warm': {
+          const waiter = slot.warmers.get(m.req);
+          slot.warmers.delete(m.req);
+          if (m.error) waiter?.reject(new SpeechError('RECOGNIZER_FAILED', m.error));
+          else waiter?.resolve();
+          return;
+        }
+        case 'result':
+          slot.streams.get(m.id)?.settle(m.recognition);
+          return;
+        case 'failed':
+          slot.streams.get(m.id)?.fail(new SpeechError(m.code, m.message));
+          return;
+      }
+    });
+    const gone = (err?: Error): void => {
+      if (slot.worker !== w) return;
+      slot.worker = undefined;
+      const cause = this.fatal ?? err?.message ?? 'recognizer thread exited';
+      for (const s of slot.streams.values()) s.fail(new SpeechError('RECOGNIZER_FAILED', `speech recognition thread failed: ${cause}`, { cause: err }));
+      for (const waiter of slot.warmers.values()) waiter.reject(new SpeechError('RECOGNIZER_FAILED', `speech recognition thread failed: ${cause}`));
+      slot.warmers.clear();
+    };
+    w.on('error', gone);
+    w.on('exit', () => gone());
+    slot.worker = w;
+    return w;
+  }
+}
+
+class ThreadStream implements RecognizerStream {
+  private batch = new Int16Array(BATCH_SAMPLES);
+  private batched = 0;
+  private ended = false;
+  private done = false;
+  private failure: SpeechError | undefined;
+  private result: Recognition | undefined;
+  private waiter: { resolve: (r: Recognition) => void; reject: (e: Error) => void } | undefined;
+
+  constructor(
+    private readonly id: number,
+    private readonly worker: () => Worker,
+    private readonly forget: () => void,
+  ) {}
+
+  write(pcm16k: Int16Array): void {
+    if (this.ended || this.done) return;
+    if (!(pcm16k instanceof Int16Array)) {
+      this.fail(new SpeechError('INVALID_ARGUMENT', 'recognizer audio must be an Int16Array of 16 kHz samples'));
+      this.worker().postMessage({ type: 'abort', id: this.id });
+      return;
+    }
+    let i = 0;
+    while (i < pcm16k.length) {
+      const n = Math.min(pcm16k.length - i, BATCH_SAMPLES - this.batched);
+      this.batch.set(pcm16k.subarray(i, i + n), this.batched);
+      this.batched += n;
+      i += n;
+      if (this.batched === BATCH_SAMPLES) this.flush();
+    }
+  }
+
+  end(): Promise<Recognition> {
+    if (this.ended) return Promise.reject(new SpeechError('INVALID_ARGUMENT', 'end() called twice'));
+    this.ended = true;
+    if (!this.done) {
+      this.flush();
+      this.worker().postMessage({ type: 'end', id: this.id });
+    }
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+      this.deliver();
+    });
+  }
+
+  abort(): void {
+    if (this.done) return;
+    if (!this.ended) this.worker().postMessage({ type: 'abort', id: this.id });
+    this.fail(new SpeechError('ABORTED', 'recognition aborted'));
+  }
+
+  /** @internal the thread's result */
+  settle(r: Recognition): void {
+    if (this.done) return;
+    this.done = true;
+    this.result = r;
+    this.forget();
+    this.deliver();
+  }
+
+  /** @internal the stream failed (thread crash, bad input, abort, close) */
+  fail(err: SpeechError): void {
+    if (this.done) return;
+    this.done = true;
+    this.failure = err;
+    this.forget();
+    this.deliver();
+  }
+
+  private deliver(): void {
+    if (!this.waiter || !this.done) return;
+    if (this.failure) this.waiter.reject(this.failure);
+    else this.waiter.resolve(this.result!);
+    this.waiter = undefined;
+  }
+
+  private flush(): void {
+    if (this.batched === 0) return;
+    const pcm = this.batch.slice(0, this.batched); // its own buffer, moved to the thread without a copy
+    this.batched = 0;
+    this.worker().postMessage({ type: 'write', id: this.id, pcm }, [pcm.buffer]);
+  }
+}

@@ -1,0 +1,64 @@
+// The companion's recogniser: pocketsphinx in worker threads. Real speech (flite) decoded through the threads,
+// story names reaching them, a thread crash in the middle of an utterance, and malformed input.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ThreadedRecognizer } from '../../../src/companion/speech/recognizerThreads.js';
+import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
+
+let rec: ThreadedRecognizer;
+beforeAll(async () => {
+  rec = new ThreadedRecognizer({ threads: 2, storyNames: ['The Little Red Hen'] });
+  await rec.warmUp();
+}, 60_000);
+afterAll(async () => {
+  await rec.close();
+});
+
+const speech = (text: string) => concatPcm(new Int16Array(4000), fliteSpeech(text, 16000, 'slt'), new Int16Array(4000));
+
+describe('ThreadedRecognizer', () => {
+  it('recognises speech streamed in 20 ms frames through a decoding thread', async () => {
+    expect(rec.threadIds()).toHaveLength(2);
+    const s = rec.createStream({ mode: 'command' });
+    for (const f of frames(speech('set the volume to forty percent'), 320)) s.write(f);
+    const r = await s.end();
+    expect(r.grammarMatch).toBe(true);
+    expect(r.text).toContain('forty percent');
+  });
+
+  it('decodes on both threads at once, and story names given later reach every thread', async () => {
+    rec.setStoryNames(['Goldilocks']);
+    const [a, b] = await Promise.all([rec.recognize(speech('read the story goldilocks')), rec.recognize(speech('what time is it'))]);
+    expect(a.grammarMatch).toBe(true);
+    expect(a.text).toContain('goldilocks');
+    expect(b).toMatchObject({ text: 'what time is it', grammarMatch: true });
+    const c = await rec.recognize(speech('read the story goldilocks'));
+    expect(c.text).toContain('goldilocks');
+  });
+
+  it('a thread crashing mid-utterance fails that utterance; the next one is decoded by a restarted thread', async () => {
+    const before = rec.threadStarts;
+    const s = rec.createStream();
+    s.write(speech('turn it up'));
+    // the stream went to the first idle slot; crash every thread so it is certainly hit
+    await Promise.all([rec.crashThreadForTest(0), rec.crashThreadForTest(1)]);
+    await expect(s.end()).rejects.toMatchObject({ name: 'SpeechError', code: 'RECOGNIZER_FAILED' });
+    const r = await rec.recognize(speech('turn it up'));
+    expect(r).toMatchObject({ text: 'turn it up', grammarMatch: true });
+    expect(rec.threadStarts).toBeGreaterThan(before);
+    // the restarted thread has the story names set before the crash
+    expect((await rec.recognize(speech('read the story goldilocks'))).text).toContain('goldilocks');
+  });
+
+  it('malformed input gives an error, not a crash, and the recogniser keeps working', async () => {
+    const s = rec.createStream();
+    s.write(new Float32Array(320) as unknown as Int16Array);
+    await expect(s.end()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(() => rec.createStream({ mode: 'shouting' as never })).toThrow(/unknown recognition mode/);
+    const aborted = rec.createStream();
+    aborted.write(speech('stop'));
+    aborted.abort();
+    await expect(aborted.end()).rejects.toMatchObject({ code: 'ABORTED' });
+    expect(await rec.recognize(new Int16Array(16000))).toMatchObject({ text: '', grammarMatch: false });
+    expect(await rec.recognize(speech('volume down'))).toMatchObject({ text: 'volume down', grammarMatch: true });
+  });
+});
