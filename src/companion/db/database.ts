@@ -116,7 +116,8 @@ export function nowIso(): string {
 
 let localWrites = 0;
 
-/** Every write through the repository modules calls this (see dbGeneration). */
+/** Every write through the repository modules calls this (see dbGeneration), except writes of fields no
+ *  cached read path depends on (touchClient's last_seen_at). */
 export function noteWrite(): void {
   localWrites++;
 }

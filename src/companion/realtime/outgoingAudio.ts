@@ -38,7 +38,7 @@ export class OutgoingAudio implements PacedStream {
   private pendingSource = 0; // samples written to the encoder and not returned yet, at the source rate
   private sourceRate: number = AUDIO.sampleRate;
   private gen = 0; // utterance number: batches of an older one are dropped
-  private encodedAll = false; // the encoder returned the current utterance's last batch
+  private encodedAllFlag = false; // the encoder returned the current utterance's last batch
   private readonly channel: SpeechEncoderChannel;
   private seq = randomInt(0, 0x10000);
   private timestamp = randomInt(0, 0x1_0000_0000);
@@ -84,7 +84,7 @@ export class OutgoingAudio implements PacedStream {
     this.gen++;
     this.packets = [];
     this.pendingSource = 0;
-    this.encodedAll = false;
+    this.encodedAllFlag = false;
     this.utterance = undefined;
     this.releaseWaiters(true);
     return droppedMs;
@@ -111,6 +111,11 @@ export class OutgoingAudio implements PacedStream {
     return this.packets.length;
   }
 
+  /** the encoder has returned the current utterance's last batch (its end can be reported once played) */
+  get encodedAll(): boolean {
+    return this.encodedAllFlag;
+  }
+
   /** Resolves once less than `ms` of speech is queued (or the utterance was cut): lets a producer keep a bounded lead. */
   waitForRoom(ms: number): Promise<void> {
     if (this.queuedMs < ms || !this.utterance) return Promise.resolve();
@@ -127,7 +132,7 @@ export class OutgoingAudio implements PacedStream {
       this.wasSilent = false;
       this.stats.speechFrames++;
     } else {
-      if (u && !(u.finished && this.encodedAll)) this.stats.underruns++;
+      if (u && !(u.finished && this.encodedAllFlag)) this.stats.underruns++;
       payload = opusSilencePacket();
       this.wasSilent = true;
       this.stats.silenceFrames++;
@@ -137,7 +142,7 @@ export class OutgoingAudio implements PacedStream {
     this.timestamp = (this.timestamp + FRAME) >>> 0;
     this.send(new RtpPacket(header, payload));
 
-    if (u && u.finished && this.encodedAll && this.packets.length === 0) {
+    if (u && u.finished && this.encodedAllFlag && this.packets.length === 0) {
       this.utterance = undefined;
       this.onUtteranceDone(u.id);
     }
@@ -148,14 +153,14 @@ export class OutgoingAudio implements PacedStream {
     if (b.gen !== this.gen) return; // an utterance that was cut
     for (const p of b.packets) this.packets.push(p);
     this.pendingSource = Math.max(0, this.pendingSource - b.consumed);
-    if (b.last) this.encodedAll = true;
+    if (b.last) this.encodedAllFlag = true;
   }
 
   private lost(gen: number, consumed: number, last: boolean): void {
     if (gen !== this.gen) return;
     this.stats.lostSamples += consumed;
     this.pendingSource = Math.max(0, this.pendingSource - consumed);
-    if (last) this.encodedAll = true; // the utterance ends with what was encoded
+    if (last) this.encodedAllFlag = true; // the utterance ends with what was encoded
   }
 
   private releaseWaiters(all: boolean): void {

@@ -115,7 +115,8 @@ describe('OutgoingAudio with the encoder thread', () => {
     out.write(sineWave(440, 22_050, 0.3, 0.4));
     out.finish();
     expect(out.queuedMs).toBeCloseTo(300, 0);
-    while (out.readyFrames < 15) await new Promise((r) => setTimeout(r, 5)); // the thread's packets are back
+    // the thread's packets are back, and the batch that marks the utterance's end (it may come on its own)
+    while (out.readyFrames < 15 || !out.encodedAll) await new Promise((r) => setTimeout(r, 5));
     expect(out.queuedMs).toBe(300);
     for (let i = 0; i < 16; i++) out.tick();
     const speech = sent.filter((p) => p.payload !== opusSilencePacket());
