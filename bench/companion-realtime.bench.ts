@@ -210,9 +210,17 @@ async function latencyAndRtf(): Promise<BenchRow[]> {
   ];
 }
 
+/** The node flags the companion's systemd unit runs it with (plus BENCH_SERVER_FLAGS), so the figures are the service's. */
+function companionUnitNodeFlags(): string[] {
+  const unit = readFileSync(path.join(ROOT, 'systemd/speaker-agent-companion.service'), 'utf8');
+  const exec = /^ExecStart=\S+ (.*?) ?\/opt\/speaker-agent\/bin\/speaker-agent\.js companion$/m.exec(unit);
+  const extra = (process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
+  return [...(exec?.[1] ? exec[1].split(/\s+/) : []), ...extra];
+}
+
 async function concurrency(): Promise<BenchRow[]> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'rt-bench-'));
-  const server = spawn('taskset', ['-c', '0', process.execPath, '--expose-gc', '--import', 'tsx', SELF], {
+  const server = spawn('taskset', ['-c', '0', process.execPath, ...companionUnitNodeFlags(), '--expose-gc', '--import', 'tsx', SELF], {
     env: { ...process.env, RT_BENCH_ROLE: 'server', RT_BENCH_DATA: dataDir },
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: ROOT,

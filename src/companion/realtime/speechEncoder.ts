@@ -11,6 +11,10 @@ import type { Worker } from 'node:worker_threads';
 import { startWorkerThread } from '../threads/workerThread.js';
 import { SpeechFrameEncoder } from './speechFrameEncoder.js';
 
+// nice 19: the thread encodes ahead of playback (a bounded lead), so it can live on whatever CPU the event loop
+// leaves; at nice 5 its slices still delayed the 20 ms pacer on a busy core (measured: late frames from 12 calls).
+export const ENCODER_THREAD_NICE = 19;
+
 export interface EncodedBatch {
   /** the utterance number given to write() */
   gen: number;

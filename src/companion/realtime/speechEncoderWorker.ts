@@ -8,8 +8,7 @@
 import { parentPort } from 'node:worker_threads';
 import { lowerThisThreadPriority } from '../threads/workerThread.js';
 import { SpeechFrameEncoder } from './speechFrameEncoder.js';
-
-export const ENCODER_THREAD_NICE = 5;
+import { ENCODER_THREAD_NICE } from './speechEncoder.js';
 
 interface AudioMsg {
   type: 'audio';

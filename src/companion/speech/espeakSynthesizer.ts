@@ -94,8 +94,9 @@ class Worker {
   constructor(readonly lane: SynthesisLane) {}
 }
 
-/** nice value of the synthesis processes (the event loop runs at 0) */
-const SYNTH_NICE = 5;
+/** nice value of the synthesis processes (the event loop runs at 0): synthesis runs ahead of playback, so it takes
+ *  what CPU the event loop leaves (at nice 5 it still delayed the 20 ms pacer on a busy core) */
+const SYNTH_NICE = 19;
 
 function workerLaunch(): { modulePath: string; execArgv: string[] } {
   const here = import.meta.url;

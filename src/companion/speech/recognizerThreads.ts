@@ -17,14 +17,14 @@ import { SpeechError, type SpeechErrorCode } from './speechError.js';
 export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sync' | 'maxConcurrent'> {
   /** decoding threads, i.e. utterances decoded at the same time (default 2) */
   threads?: number;
-  /** nice value of the decoding threads (default 10; the event loop runs at 0) */
+  /** nice value of the decoding threads (default 19; the event loop runs at 0) */
   nice?: number;
   /** also give the decoding threads the SCHED_IDLE policy (default true) */
   idle?: boolean;
 }
 
 const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
-export const RECOGNIZER_NICE = 10;
+export const RECOGNIZER_NICE = 19;
 
 type Reply =
   | { type: 'ready' }

@@ -4,8 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OpusFrameDecoder } from '../../../src/agent/audio/opusCodec.js';
 import { dominantFrequency, rmsDbfs, sineWave } from '../../../src/common/audio/signal.js';
 import { OutgoingAudio, opusSilencePacket } from '../../../src/companion/realtime/outgoingAudio.js';
-import { ThreadSpeechEncoder, type EncodedBatch } from '../../../src/companion/realtime/speechEncoder.js';
+import { ENCODER_THREAD_NICE, ThreadSpeechEncoder, type EncodedBatch } from '../../../src/companion/realtime/speechEncoder.js';
 import type { RtpPacket } from 'werift';
+import { threadScheduling } from '../../support/threadPriority.js';
 
 let encoder: ThreadSpeechEncoder | undefined;
 afterEach(async () => {
@@ -42,6 +43,18 @@ function decodeAll(packets: Buffer[]): Int16Array {
 }
 
 describe('ThreadSpeechEncoder', () => {
+  it('runs its thread at nice 19, so the event loop that paces the frames always wins the core', async () => {
+    const before = new Set(threadScheduling().filter((t) => t.nice === ENCODER_THREAD_NICE).map((t) => t.tid));
+    encoder = new ThreadSpeechEncoder();
+    const c = collector();
+    encoder.open(c.sink).write(1, 48_000, new Int16Array(960), true);
+    await c.until(() => c.batches.some((b) => b.last));
+    const lowered = threadScheduling().filter((t) => t.nice === ENCODER_THREAD_NICE && !before.has(t.tid));
+    expect(ENCODER_THREAD_NICE).toBe(19);
+    expect(lowered.length).toBeGreaterThanOrEqual(1);
+    expect(threadScheduling().find((t) => t.tid === process.pid)?.nice).toBe(0); // the event loop keeps its priority
+  });
+
   it('encodes 22.05 kHz speech into 20 ms 48 kHz Opus packets in its worker thread', async () => {
     encoder = new ThreadSpeechEncoder();
     const c = collector();

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ThreadedRecognizer } from '../../../src/companion/speech/recognizerThreads.js';
 import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
+import { threadScheduling } from '../../support/threadPriority.js';
 
 let rec: ThreadedRecognizer;
 beforeAll(async () => {
@@ -16,6 +17,12 @@ afterAll(async () => {
 const speech = (text: string) => concatPcm(new Int16Array(4000), fliteSpeech(text, 16000, 'slt'), new Int16Array(4000));
 
 describe('ThreadedRecognizer', () => {
+  it('decodes in threads at nice 19 with SCHED_IDLE, while the event loop keeps normal priority', () => {
+    const idle = threadScheduling().filter((t) => t.nice === 19 && t.policy === 5);
+    expect(idle.length).toBe(2);
+    expect(threadScheduling().find((t) => t.tid === process.pid)).toMatchObject({ nice: 0, policy: 0 });
+  });
+
   it('recognises speech streamed in 20 ms frames through a decoding thread', async () => {
     expect(rec.threadIds()).toHaveLength(2);
     const s = rec.createStream({ mode: 'command' });
