@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
 import { percentile, type BenchRow } from './table.js';
+import { unitNodeFlags } from './unitFlags.js';
 // @ts-expect-error plain JavaScript build script, no type declarations
 import { bundle } from '../scripts/build.mjs';
 
@@ -53,18 +54,12 @@ async function buildAgent(): Promise<string> {
   return path.join(outdir, 'agent-main.js');
 }
 
-/** The node flags the systemd unit runs the agent with, so the figures are the service's. */
-function unitNodeFlags(): string[] {
-  const unit = readFileSync(path.join(ROOT, 'systemd/speaker-agent.service'), 'utf8');
-  const exec = /^ExecStart=\S+ (.*) \/opt\/speaker-agent\/bin\/speaker-agent\.js run$/m.exec(unit);
-  return exec ? exec[1].split(/\s+/) : [];
-}
 
 let agentMain = '';
 
 function spawnAgent(url: string, stateDir: string): AgentProc {
   const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
-  const child = spawn(process.execPath, [...unitNodeFlags(), agentMain], {
+  const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { percentile, type BenchRow } from './table.js';
+import { unitNodeFlags } from './unitFlags.js';
 import type { RealtimeTestClient as Client } from '../test/support/realtimeTestClient.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -210,12 +211,9 @@ async function latencyAndRtf(): Promise<BenchRow[]> {
   ];
 }
 
-/** The node flags the companion's systemd unit runs it with (plus BENCH_SERVER_FLAGS), so the figures are the service's. */
+/** The companion unit's node flags (plus BENCH_SERVER_FLAGS, to try others), so the figures are the service's. */
 function companionUnitNodeFlags(): string[] {
-  const unit = readFileSync(path.join(ROOT, 'systemd/speaker-agent-companion.service'), 'utf8');
-  const exec = /^ExecStart=\S+ (.*?) ?\/opt\/speaker-agent\/bin\/speaker-agent\.js companion$/m.exec(unit);
-  const extra = (process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
-  return [...(exec?.[1] ? exec[1].split(/\s+/) : []), ...extra];
+  return [...unitNodeFlags('speaker-agent-companion.service', 'companion'), ...(process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean)];
 }
 
 async function concurrency(): Promise<BenchRow[]> {

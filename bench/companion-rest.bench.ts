@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CompanionAdmin } from '../src/companion/admin.js';
 import { percentile, type BenchRow } from './table.js';
+import { unitNodeFlags } from './unitFlags.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -51,7 +52,7 @@ export function buildBundle(): string {
 }
 
 export async function startServer(cli: string, dataDir: string, seeded: { key: string; voiceId: string }): Promise<ChildServer> {
-  const child = spawn('taskset', ['-c', SERVER_CORE, process.execPath, cli, 'companion', '--port', '0', '--data-dir', dataDir, '--json'], {
+  const child = spawn('taskset', ['-c', SERVER_CORE, process.execPath, ...unitNodeFlags('speaker-agent-companion.service', 'companion'), cli, 'companion', '--port', '0', '--data-dir', dataDir, '--json'], {
     cwd: root,
     // the production log level (info: no per-request lines) and the production defaults otherwise
     env: { ...process.env, SPEAKER_AGENT_LOG_LEVEL: 'info' },

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { percentile, type BenchRow } from './table.js';
+import { unitNodeFlags } from './unitFlags.js';
 import { deviceDirs, enrollDevice, startTestCompanion } from '../test/support/cli.js';
 import { startNotifyReceiver } from '../test/support/notifySocket.js';
 import { playIntoSink, tone } from '../test/support/audioCapture.js';
@@ -14,12 +15,6 @@ const root = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(root, 'bin/speaker-agent.js');
 const RUNS = 3;
 
-/** The node flags the systemd unit runs the agent with, so the figures are the service's. */
-function unitNodeFlags(): string[] {
-  const unit = readFileSync(path.join(root, 'systemd/speaker-agent.service'), 'utf8');
-  const exec = /^ExecStart=\S+ (.*) \/opt\/speaker-agent\/bin\/speaker-agent\.js run$/m.exec(unit);
-  return exec ? exec[1].split(/\s+/) : [];
-}
 
 function startVirtualAudio(): void {
   const out = execFileSync(path.join(root, 'scripts/virtual-audio.sh'), ['start'], {
@@ -52,7 +47,7 @@ export async function run(): Promise<BenchRow[]> {
     for (let i = 0; i < RUNS; i++) {
       const rx = await startNotifyReceiver(path.join(tmp, `notify-${i}.sock`));
       const t0 = performance.now();
-      const child = spawn(process.execPath, [...unitNodeFlags(), BIN, 'run'], { env: { ...dev.env, NOTIFY_SOCKET: rx.address, WATCHDOG_USEC: '10000000' }, stdio: 'ignore' });
+      const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), BIN, 'run'], { env: { ...dev.env, NOTIFY_SOCKET: rx.address, WATCHDOG_USEC: '10000000' }, stdio: 'ignore' });
       try {
         await rx.waitFor((m) => m.startsWith('READY=1'), 30_000);
         ready.push(performance.now() - t0);
@@ -83,7 +78,7 @@ export async function run(): Promise<BenchRow[]> {
     rmSync(tmp, { recursive: true, force: true });
   }
   const med = (v: number[]) => percentile(v, 50);
-  const note = `node ${unitNodeFlags().join(' ')}; median of ${RUNS}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`;
+  const note = `node ${unitNodeFlags('speaker-agent.service', 'run').join(' ')}; median of ${RUNS}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`;
   return [
     { issue: '#4', metric: 'process start -> READY=1', value: med(ready), unit: 'ms', target: '<= 1500 ms', pass: med(ready) <= 1500, note },
     { issue: '#4', metric: 'process start -> call connected', value: med(connected), unit: 'ms', note: `${note}; loopback companion` },

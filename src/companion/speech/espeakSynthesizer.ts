@@ -94,9 +94,11 @@ class Worker {
   constructor(readonly lane: SynthesisLane) {}
 }
 
-/** nice value of the synthesis processes (the event loop runs at 0): synthesis runs ahead of playback, so it takes
- *  what CPU the event loop leaves (at nice 5 it still delayed the 20 ms pacer on a busy core) */
-const SYNTH_NICE = 19;
+/** nice value of the synthesis processes per lane (the event loop runs at 0). Realtime (a call's replies): 19,
+ *  synthesis runs ahead of playback, so it takes what CPU the event loop leaves (at 5 it still delayed the 20 ms
+ *  pacer on a busy core). Bulk (REST speech, narration): 5, whose answer time is the synthesis time; at 19 it lost
+ *  the core to ffmpeg's MP3 encoding and a 15,000-character request went over its 5 s. */
+export const SYNTH_NICE: Record<SynthesisLane, number> = { realtime: 19, bulk: 5 };
 
 function workerLaunch(): { modulePath: string; execArgv: string[] } {
   const here = import.meta.url;
@@ -228,7 +230,7 @@ export class EspeakSynthesizer implements Synthesizer {
     // never delay the 20 ms frame pacer of live calls. Best effort (a pid may already be gone).
     if (child.pid) {
       try {
-        os.setPriority(child.pid, SYNTH_NICE);
+        os.setPriority(child.pid, SYNTH_NICE[w.lane]);
       } catch {
         /* not permitted or exited: runs at normal priority */
       }

@@ -1,0 +1,13 @@
+// The node flags a systemd unit of ours runs node with, so a benchmark measures the service as it is run.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Flags between `ExecStart=/usr/bin/node` and `/opt/speaker-agent/bin/speaker-agent.js <command>` in systemd/<unit>. */
+export function unitNodeFlags(unit: 'speaker-agent.service' | 'speaker-agent-companion.service', command: 'run' | 'companion'): string[] {
+  const text = readFileSync(path.join(ROOT, 'systemd', unit), 'utf8');
+  const exec = new RegExp(`^ExecStart=\\S+ (.*?) ?/opt/speaker-agent/bin/speaker-agent\\.js ${command}$`, 'm').exec(text);
+  if (!exec) throw new Error(`systemd/${unit}: no ExecStart running speaker-agent.js ${command}`);
+  return exec[1] ? exec[1].split(/\s+/) : [];
+}
