@@ -196,35 +196,12 @@ class StallWatchdog {
   }
 }
 
-/** What a capture and a playback stream share: the native stream, its stall watchdog, and how it fails and stops. */
-abstract class PortAudioStream {
+class PortAudioCapture implements CaptureDevice {
   onError?: (err: AudioDeviceError) => void;
-  protected io: FrameIO | undefined;
-  protected watchdog: StallWatchdog | undefined;
-  protected failed = false;
-
-  /** Forgets the direction's own per-stream state (called by stop()). */
-  protected abstract resetState(): void;
-
-  protected fail(err: AudioDeviceError): void {
-    if (this.failed || !this.io) return; // errors after stop() are expected
-    this.failed = true;
-    void this.stop();
-    this.onError?.(err);
-  }
-
-  async stop(): Promise<void> {
-    this.watchdog?.stop();
-    this.watchdog = undefined;
-    const io = this.io;
-    this.io = undefined;
-    this.resetState();
-    if (io) await closeStream(io);
-  }
-}
-
-class PortAudioCapture extends PortAudioStream implements CaptureDevice {
   readonly stats = { frames: 0, overflows: 0 };
+  private io: FrameIO | undefined;
+  private watchdog: StallWatchdog | undefined;
+  private failed = false;
   // One frame buffer, refilled in place, in case PortAudio ever delivers other sizes than one frame.
   private readonly frameBytes = Buffer.alloc(FRAME_BYTES);
   private readonly frame = new Int16Array(this.frameBytes.buffer, this.frameBytes.byteOffset, FRAME_SAMPLES);
@@ -234,9 +211,7 @@ class PortAudioCapture extends PortAudioStream implements CaptureDevice {
   constructor(
     private readonly device: ResolvedDevice,
     private readonly opts: StreamOptions,
-  ) {
-    super();
-  }
+  ) {}
 
   async start(onFrame: (frame: Int16Array, capturedAtNs: bigint) => void): Promise<void> {
     if (this.io) throw new AudioDeviceError('device_failed', `capture device ${this.device.label} is already started`);
@@ -301,15 +276,31 @@ class PortAudioCapture extends PortAudioStream implements CaptureDevice {
     }
   }
 
-  protected resetState(): void {
+  private fail(err: AudioDeviceError): void {
+    if (this.failed || !this.io) return; // errors after stop() are expected
+    this.failed = true;
+    void this.stop();
+    this.onError?.(err);
+  }
+
+  async stop(): Promise<void> {
+    this.watchdog?.stop();
+    this.watchdog = undefined;
+    const io = this.io;
+    this.io = undefined;
     this.onFrame = undefined;
     this.fill = 0;
+    if (io) await closeStream(io);
   }
 }
 
-class PortAudioPlayback extends PortAudioStream implements PlaybackDevice {
+class PortAudioPlayback implements PlaybackDevice {
+  onError?: (err: AudioDeviceError) => void;
   /** Called, in order, each time the audio callback has taken a frame (handed it to ALSA). */
   onHanded?: (atNs: bigint) => void;
+  private io: FrameIO | undefined;
+  private watchdog: StallWatchdog | undefined;
+  private failed = false;
   // Bytes written, consumed (reported by the callback, in order) and dropped from a full ring: queued is the
   // difference. The reports lag the callback a little, so queued is at most a frame high, never low.
   private written = 0;
@@ -322,9 +313,7 @@ class PortAudioPlayback extends PortAudioStream implements PlaybackDevice {
   constructor(
     private readonly device: ResolvedDevice,
     private readonly opts: StreamOptions & { maxQueuedFrames: number },
-  ) {
-    super();
-  }
+  ) {}
 
   get queuedMs(): number {
     return (Math.max(0, this.written - this.consumed - this.dropped) / FRAME_BYTES) * 20;
@@ -403,8 +392,20 @@ class PortAudioPlayback extends PortAudioStream implements PlaybackDevice {
     }
   }
 
-  protected resetState(): void {
+  private fail(err: AudioDeviceError): void {
+    if (this.failed || !this.io) return; // errors after stop() are expected
+    this.failed = true;
+    void this.stop();
+    this.onError?.(err);
+  }
+
+  async stop(): Promise<void> {
+    this.watchdog?.stop();
+    this.watchdog = undefined;
+    const io = this.io;
+    this.io = undefined;
     this.written = this.consumed = this.dropped = 0;
+    if (io) await closeStream(io);
   }
 }
 
