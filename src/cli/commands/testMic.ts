@@ -29,7 +29,10 @@ export async function measureMic(device: string, seconds: number, onLevel?: (dbf
   let sumSquares = 0;
   let samples = 0;
   let peak = 0;
+  let firstFrame: () => void = () => {};
+  const started = new Promise<void>((r) => (firstFrame = r));
   await cap.start((frame) => {
+    if (frames === 0) firstFrame();
     frames++;
     for (let i = 0; i < frame.length; i++) {
       const v = frame[i];
@@ -40,7 +43,12 @@ export async function measureMic(device: string, seconds: number, onLevel?: (dbf
     samples += frame.length;
     onLevel?.(rmsDbfs(frame));
   });
-  await new Promise((r) => setTimeout(r, seconds * 1000));
+  // The listening time counts from the first frame: a sound server can take a second to start delivering.
+  // A device that delivers nothing is reported after 3 s as such (0 frames), not waited on forever.
+  let giveUp: NodeJS.Timeout | undefined;
+  await Promise.race([started, new Promise<void>((r) => (giveUp = setTimeout(r, 3000)))]);
+  clearTimeout(giveUp);
+  if (frames > 0) await new Promise((r) => setTimeout(r, seconds * 1000));
   await cap.stop();
   if (failure) throw failure;
   const rms = samples ? Math.sqrt(sumSquares / samples) : 0;
