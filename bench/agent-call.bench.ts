@@ -5,7 +5,7 @@
 //   - CPU % of one core of the agent process during a steady two-way call (30 s window)
 //   - agent RSS, and RSS growth over a long call (60 s; 10 min with BENCH_LONG=1)
 // The agent runs as an installed build does: bundled by scripts/build.mjs (as `npm run build`) into
-// .test-runtime/bench-agent/, started with the systemd unit's node flags.
+// .test-runtime/bench-agent/, started with the systemd unit's node flags and environment.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
 import { percentile, type BenchRow } from './table.js';
-import { unitNodeFlags } from './unitFlags.js';
+import { unitEnvironment, unitNodeFlags } from './unitFlags.js';
 // @ts-expect-error plain JavaScript build script, no type declarations
 import { bundle } from '../scripts/build.mjs';
 
@@ -63,6 +63,7 @@ function spawnAgent(url: string, stateDir: string): AgentProc {
     cwd: ROOT,
     env: {
       ...process.env,
+      ...unitEnvironment('speaker-agent.service'),
       SPEAKER_AGENT_SERVER_URL: url,
       SPEAKER_AGENT_WORKSPACE_KEY: KEY,
       SPEAKER_AGENT_CONFIG_DIR: configDir,

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { percentile, type BenchRow } from './table.js';
-import { unitNodeFlags } from './unitFlags.js';
+import { unitEnvironment, unitNodeFlags } from './unitFlags.js';
 import { deviceDirs, enrollDevice, startTestCompanion } from '../test/support/cli.js';
 import { startNotifyReceiver } from '../test/support/notifySocket.js';
 import { playIntoSink, tone } from '../test/support/audioCapture.js';
@@ -47,7 +47,7 @@ export async function run(): Promise<BenchRow[]> {
     for (let i = 0; i < RUNS; i++) {
       const rx = await startNotifyReceiver(path.join(tmp, `notify-${i}.sock`));
       const t0 = performance.now();
-      const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), BIN, 'run'], { env: { ...dev.env, NOTIFY_SOCKET: rx.address, WATCHDOG_USEC: '10000000' }, stdio: 'ignore' });
+      const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), BIN, 'run'], { env: { ...dev.env, ...unitEnvironment('speaker-agent.service'), NOTIFY_SOCKET: rx.address, WATCHDOG_USEC: '10000000' }, stdio: 'ignore' });
       try {
         await rx.waitFor((m) => m.startsWith('READY=1'), 30_000);
         ready.push(performance.now() - t0);

@@ -1,4 +1,4 @@
-// The node flags a systemd unit of ours runs node with, so a benchmark measures the service as it is run.
+// The node flags and environment a systemd unit of ours runs node with, so a benchmark measures the service as it is run.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -10,4 +10,12 @@ export function unitNodeFlags(unit: 'speaker-agent.service' | 'speaker-agent-com
   const exec = new RegExp(`^ExecStart=\\S+ (.*?) ?/opt/speaker-agent/bin/speaker-agent\\.js ${command}$`, 'm').exec(text);
   if (!exec) throw new Error(`systemd/${unit}: no ExecStart running speaker-agent.js ${command}`);
   return exec[1] ? exec[1].split(/\s+/) : [];
+}
+
+/** `Environment=NAME=value` settings of systemd/<unit> (what glibc or node reads before our code runs). */
+export function unitEnvironment(unit: 'speaker-agent.service' | 'speaker-agent-companion.service'): Record<string, string> {
+  const text = readFileSync(path.join(ROOT, 'systemd', unit), 'utf8');
+  const env: Record<string, string> = {};
+  for (const m of text.matchAll(/^Environment=(\w+)=(\S*)$/gm)) env[m[1]] = m[2];
+  return env;
 }

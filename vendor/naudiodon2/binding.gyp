@@ -20,7 +20,7 @@
             "cflags_cc!": ["-fno-rtti", "-fno-exceptions"],
             "cflags_cc": ["-std=c++11", "-fexceptions"],
             "link_settings": {
-              "libraries": ["-lportaudio"]
+              "libraries": ["-lportaudio", "-ldl"]
             }
           }
         ]

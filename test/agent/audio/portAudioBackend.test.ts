@@ -1,5 +1,6 @@
 // PortAudio capture and playback on the virtual sound card: a tone played into the microphone is captured,
 // a tone written to the speaker is heard on its monitor.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AudioDeviceError, type CaptureDevice, type PlaybackDevice } from '../../../src/agent/audio/audioDevice.js';
@@ -42,6 +43,24 @@ describe('PortAudioBackend', () => {
     expect(frames.length).toBeGreaterThan(50);
     expect(dominantFrequency(all)).toBe(440);
     expect(rms(all)).toBeGreaterThan(1000);
+  });
+
+  it('delivers two frames per capture callback, each stamped with its own capture time (20 ms apart)', async () => {
+    const cap = backend.openCapture('default');
+    open.push(cap);
+    const seen: Array<{ capturedAt: bigint; arrived: bigint }> = [];
+    await cap.start((_f, capturedAt) => seen.push({ capturedAt, arrived: process.hrtime.bigint() }));
+    await waitUntil(() => seen.length >= 60, 5000, '60 captured frames');
+    await cap.stop();
+    const ms = (ns: bigint) => Number(ns) / 1e6;
+    const steps = seen.slice(10).map((s, i, a) => (i === 0 ? NaN : ms(s.capturedAt - a[i - 1].capturedAt))).slice(1).sort((a, b) => a - b);
+    // Capture times advance 20 ms per frame (a stamp per callback would give 0 ms, then 40 ms).
+    expect(steps[Math.floor(steps.length / 2)]).toBeGreaterThan(17);
+    expect(steps[Math.floor(steps.length / 2)]).toBeLessThan(23);
+    // About half the frames (the first of each pair) reached JS ~20 ms after they were complete.
+    const waited = seen.slice(10).filter((s) => ms(s.arrived - s.capturedAt) >= 15).length / (seen.length - 10);
+    expect(waited).toBeGreaterThan(0.35);
+    expect(waited).toBeLessThan(0.65);
   });
 
   it('plays a 1 kHz tone to the speaker (heard on speaker.monitor)', async () => {
@@ -134,6 +153,38 @@ describe('PortAudioBackend', () => {
       await pb.stop();
       expect(await streams()).toBe(before);
     }
+  });
+
+  it('regression: device probing left every ALSA plugin loaded (a52 -> libavcodec, ~10 MB); only the one in use stays mapped', async () => {
+    const mapped = (re: RegExp) => [...new Set(readFileSync('/proc/self/maps', 'utf8').split('\n').map((l) => re.exec(l)?.[1]).filter(Boolean))].sort();
+    const plugins = () => mapped(/alsa-lib\/libasound_module_(\w+)\.so/);
+    // With the release switched off, PortAudio's probing leaves the plugins of every PCM in the ALSA
+    // configuration loaded for as long as a stream is open (libasound2-plugins: a52, upmix, speex, ...): what
+    // this test would see without the fix.
+    process.env.NAUDIODON_KEEP_ALSA_PLUGINS = '1';
+    try {
+      const probe = backend.openCapture('default');
+      await probe.start(() => undefined);
+      expect(plugins()).toEqual(expect.arrayContaining(['pcm_a52', 'pcm_pulse']));
+      expect(mapped(/\/(libavcodec)\.so/)).toEqual(['libavcodec']);
+      await probe.stop();
+    } finally {
+      delete process.env.NAUDIODON_KEEP_ALSA_PLUGINS;
+    }
+
+    const cap = backend.openCapture('default');
+    const pb = backend.openPlayback('default');
+    open.push(cap, pb);
+    let frames = 0;
+    await cap.start(() => frames++);
+    await pb.start();
+    // The open streams (PulseAudio's plugin on the virtual card) keep their module; the rest are gone.
+    expect(plugins()).toEqual(['pcm_pulse']);
+    expect(mapped(/\/(libavcodec)\.so/)).toEqual([]);
+    // and the streams still work after the release
+    pb.write(new Int16Array(960));
+    await waitUntil(() => frames >= 10, 5000, 'ten captured frames after the release');
+    expect(plugins()).toEqual(['pcm_pulse']);
   });
 
   it('a device name that matches nothing gives device_missing listing the available devices', () => {

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <vector>
+#include "AlsaPluginCache.h"
 
 namespace streampunk {
 
@@ -258,8 +259,10 @@ napi_value Construct(napi_env env, napi_callback_info info) {
     io->stream = nullptr;
     io->shutdownStream();
     delete io;
+    releaseUnusedAlsaPlugins();
     return Throw(env, std::string("Could not open stream: ") + Pa_GetErrorText(err));
   }
+  releaseUnusedAlsaPlugins();  // the probing above loaded every plugin; the open stream keeps its own
 
   napi_value name;
   napi_create_string_utf8(env, isInput ? "FrameIO.capture" : "FrameIO.playback", NAPI_AUTO_LENGTH, &name);
