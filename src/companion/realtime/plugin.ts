@@ -17,6 +17,7 @@ import { OpenAiBrain } from './openAiBrain.js';
 import { RuleBrain, type StoryCatalog } from './ruleBrain.js';
 import { checkOffer } from './sdpOffer.js';
 import { SessionRegistry } from './sessionRegistry.js';
+import { lowerHelperThreadsIncludingPool } from '../threads/helperThreads.js';
 
 export interface RealtimeService {
   plugin: FastifyPluginAsync;
@@ -66,6 +67,8 @@ export function databaseStoryCatalog(db: Db): StoryCatalog {
 
 export function createRealtimeService(ctx: CompanionContext): RealtimeService {
   const rt = ctx.settings.realtime;
+  // The frame pacer runs on the event loop: Node's helper threads give way to it (threads/helperThreads.ts).
+  void lowerHelperThreadsIncludingPool().then((tids) => ctx.logger.debug({ threads: tids.length }, 'helper threads lowered to nice 19'));
   const loopback = rt.loopbackCandidates === 'on' || (rt.loopbackCandidates === 'auto' && isLoopbackHost(ctx.settings.host));
   const logger = ctx.logger.child({ module: 'realtime' });
   const sessions = new SessionRegistry();
