@@ -1,7 +1,8 @@
-// The agent's settings: ONE zod schema, stored by `conf` as <configDir>/config.json (mode 0600), with
-// environment overrides (table below, also listed in the README). A corrupt or invalid file is a clear
-// AgentError('config_invalid'), never a silent reset.
-import Conf from 'conf';
+// The agent's settings: ONE zod schema, stored by `conf` as <configDir>/config.json (mode 0600; configStore.ts
+// writes it), with environment overrides (table below, also listed in the README). Reading is a plain JSON read,
+// so the daemon does not load conf. A corrupt or invalid file is a clear AgentError('config_invalid'), never a
+// silent reset.
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -113,24 +114,32 @@ function firstDir(v: string | undefined): string | undefined {
   return v ? v.split(':')[0] || undefined : undefined;
 }
 
-/** The conf store of config.json, created with mode 0600 (conf's default is 0666). */
-export function openConfigStore(configDir: string): Conf<Record<string, unknown>> {
+export const CONFIG_FILE_NAME = 'config.json';
+
+/** The content of <configDir>/config.json: {} when there is none; config_invalid when it is not a JSON object. */
+export function readConfigFile(configDir: string): Record<string, unknown> {
+  const file = path.join(configDir, CONFIG_FILE_NAME);
+  let text: string;
   try {
-    return new Conf<Record<string, unknown>>({
-      cwd: configDir,
-      configName: 'config',
-      configFileMode: 0o600,
-      clearInvalidConfig: false,
-      projectSuffix: '',
-    });
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new AgentError('config_invalid', `cannot read the configuration ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  let value: unknown;
+  try {
+    value = text.trim() === '' ? {} : JSON.parse(text);
   } catch (err) {
     throw new AgentError(
       'config_invalid',
-      `cannot read the configuration ${path.join(configDir, 'config.json')}: ${(err as Error).message}. ` +
-        'Fix or remove the file (it is JSON), then start again.',
+      `cannot read the configuration ${file}: ${(err as Error).message}. Fix or remove the file (it is JSON), then start again.`,
       { cause: err },
     );
   }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new AgentError('config_invalid', `the configuration ${file} must hold a JSON object. Fix or remove the file, then start again.`);
+  }
+  return value as Record<string, unknown>;
 }
 
 /** Validates a raw settings object (file content with overrides applied) into Settings. */
@@ -147,15 +156,15 @@ export function parseSettings(raw: unknown, source = 'settings'): Settings {
 export function loadSettings(opts: { env?: Env; configDir?: string } = {}): LoadedSettings {
   const env = opts.env ?? process.env;
   const configDir = opts.configDir ?? defaultConfigDir(env);
-  const store = openConfigStore(configDir);
-  const raw = structuredClone(store.store) as Record<string, unknown>;
+  const raw = readConfigFile(configDir);
+  const configPath = path.join(configDir, CONFIG_FILE_NAME);
   for (const o of ENV_OVERRIDES) {
     const v = env[o.env];
     if (v !== undefined && v !== '' && !o.key.startsWith('(')) setPath(raw, o.key, v);
   }
-  const settings = parseSettings(raw, `configuration (${store.path} and SPEAKER_AGENT_* variables)`);
+  const settings = parseSettings(raw, `configuration (${configPath} and SPEAKER_AGENT_* variables)`);
   const stateDir = settings.paths.stateDir ?? defaultStateDir(env);
-  return { settings, configDir, configPath: store.path, stateDir };
+  return { settings, configDir, configPath, stateDir };
 }
 
 /** Checks that the settings needed to talk to the server are present. */

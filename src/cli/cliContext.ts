@@ -3,7 +3,7 @@
 import { mkdir } from 'node:fs/promises';
 import { loadIdentity, type Identity } from '../agent/identity.js';
 import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
-import { loadSettings, openConfigStore, requireServerSettings, type LoadedSettings, type Settings } from '../agent/settings.js';
+import { loadSettings, readConfigFile, requireServerSettings, type LoadedSettings, type Settings } from '../agent/settings.js';
 import { ServiceClient } from '../agent/serviceClient.js';
 import type { AudioBackend } from '../agent/audio/audioDevice.js';
 import type { Logger } from '../common/logger.js';
@@ -48,7 +48,8 @@ export async function openMixer(s: Settings): Promise<AmixerMixer> {
  */
 export function isServerConfigured(loaded: LoadedSettings, env: NodeJS.ProcessEnv = process.env): boolean {
   if (env.SPEAKER_AGENT_SERVER_URL || loaded.settings.server.workspaceKey) return true;
-  return openConfigStore(loaded.configDir).get('server.url') !== undefined;
+  const server = readConfigFile(loaded.configDir).server as { url?: unknown } | undefined;
+  return server?.url !== undefined;
 }
 
 export interface LocalCompanion {

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentError } from '../../src/agent/errors.js';
-import { ENV_OVERRIDES, isLoopbackUrl, loadSettings, openConfigStore, requireServerSettings } from '../../src/agent/settings.js';
+import { openConfigStore } from '../../src/agent/configStore.js';
+import { ENV_OVERRIDES, isLoopbackUrl, loadSettings, requireServerSettings } from '../../src/agent/settings.js';
 
 const tmp = () => mkdtemp(path.join(os.tmpdir(), 'settings-'));
 
@@ -57,6 +58,14 @@ describe('settings', () => {
     expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_DUPLEX: 'sometimes' } })).toThrow(/audio\.duplex/);
     expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_SERVER_URL: 'not a url' } })).toThrow(/server\.url/);
     expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_LIVENESS_TIMEOUT_MS: 'soon' } })).toThrow(/call\.livenessTimeoutMs/);
+  });
+
+  it('a config file that is JSON but not an object is config_invalid; an empty file is no settings', async () => {
+    const dir = await tmp();
+    await writeFile(path.join(dir, 'config.json'), '["server"]');
+    expect(() => loadSettings({ configDir: dir, env: {} })).toThrow(/must hold a JSON object/);
+    await writeFile(path.join(dir, 'config.json'), '');
+    expect(loadSettings({ configDir: dir, env: {} }).settings.server.workspaceKey).toBe('');
   });
 
   it('writes config.json with mode 0600', async () => {

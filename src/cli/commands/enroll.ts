@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { enroll } from '../../agent/enroll.js';
 import { EXIT_CODES } from '../../agent/errors.js';
 import { fingerprint, loadIdentity } from '../../agent/identity.js';
-import { defaultConfigDir, loadSettings, openConfigStore, parseSettings, requireServerSettings } from '../../agent/settings.js';
+import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings } from '../../agent/settings.js';
 import { emit, printJson, printLine } from '../output.js';
 
 interface EnrollCliOptions {
@@ -42,6 +42,8 @@ Examples:
       if (o.check) return check(o);
       const key = o.workspaceKey ?? process.env.SPEAKER_AGENT_WORKSPACE_KEY;
       const configDir = defaultConfigDir();
+      // conf (and its validator) only here, where the configuration is written: the daemon never loads it.
+      const { openConfigStore } = await import('../../agent/configStore.js');
       const store = openConfigStore(configDir);
       const changes: string[] = [];
       const next = structuredClone(store.store) as { server?: Record<string, unknown> };

@@ -30,7 +30,12 @@ Examples:
     )
     .action(async (o: RunOptions) => {
       const { runAgent } = await import('../runAgent.js');
-      process.exitCode = await runAgent(o);
+      const code = await runAgent(o);
+      // The call, the devices, the status socket and any local companion are closed by now. A handle some
+      // dependency leaves behind must not keep a finished run alive (a CI run once saw `run --demo` print
+      // "demo done" and never exit), so exit rather than wait for the event loop to drain. Log lines are
+      // written synchronously; nothing is lost.
+      process.exit(code);
     });
 }
 
