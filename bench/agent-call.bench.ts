@@ -123,6 +123,12 @@ function cpuTicks(pid: number): number {
   return Number(f[11]) + Number(f[12]); // utime + stime
 }
 
+/** CPU time the hypervisor gave to others while this VM wanted it (/proc/stat "steal"), in ticks, all CPUs. */
+function stealTicks(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  return Number(cpu[8] ?? 0);
+}
+
 function rssMb(pid: number): number {
   const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
   return (pages * PAGE) / 1024 / 1024;
@@ -185,11 +191,11 @@ export async function run(): Promise<BenchRow[]> {
     const samples: Array<{ t: number; rss: number }> = [];
     const tStart = performance.now();
     let cpuEarly = NaN;
-    const ticks: Array<{ at: number; ticks: number }> = [];
+    const ticks: Array<{ at: number; ticks: number; steal: number }> = [];
     while (performance.now() - tStart < longMs) {
       await sleep(5_000);
       samples.push({ t: (performance.now() - tStart) / 60_000, rss: rssMb(pid) });
-      ticks.push({ at: performance.now(), ticks: cpuTicks(pid) });
+      ticks.push({ at: performance.now(), ticks: cpuTicks(pid), steal: stealTicks() });
       if (Number.isNaN(cpuEarly) && performance.now() - c0 >= 30_000) {
         cpuEarly = (((cpuTicks(pid) - cpu0) / CLK_TCK) * 1000 * 100) / (performance.now() - c0);
       }
@@ -199,9 +205,11 @@ export async function run(): Promise<BenchRow[]> {
     const last = ticks.at(-1)!;
     const from = ticks.find((x) => last.at - x.at <= 30_000 + 100) ?? ticks[0];
     const cpuPct = (((last.ticks - from.ticks) / CLK_TCK) * 1000 * 100) / Math.max(1, last.at - from.at);
+    // On a VM, time stolen by the host inflates every figure here (cold caches, late wake-ups): shown beside them.
+    const stealPct = (((last.steal - from.steal) / CLK_TCK) * 1000 * 100) / Math.max(1, last.at - from.at) / os.cpus().length;
     clearInterval(feedPeer);
     const stats = await peer.stats();
-    rows.push({ issue: '#5', metric: 'agent CPU, steady two-way call (last 30 s of the call)', value: cpuPct, unit: '% core', target: '<= 5 %', pass: cpuPct <= 5, note: `first 30 s after warm-up ${cpuEarly.toFixed(1)} %; peer got ${stats.packetsIn} packets, sent ${stats.packetsOut}` });
+    rows.push({ issue: '#5', metric: 'agent CPU, steady two-way call (last 30 s of the call)', value: cpuPct, unit: '% core', target: '<= 5 %', pass: cpuPct <= 5, note: `first 30 s after warm-up ${cpuEarly.toFixed(1)} %; host steal ${stealPct.toFixed(1)} % of the machine in the window; peer got ${stats.packetsIn} packets, sent ${stats.packetsOut}` });
     const rssNow = samples.at(-1)!.rss;
     rows.push({ issue: '#5', metric: 'agent resident memory during a call', value: rssNow, unit: 'MB', target: '<= 80 MB', pass: rssNow <= 80 });
     const growth = slope(samples.map((s) => s.t), samples.map((s) => s.rss));
