@@ -50,14 +50,23 @@ export class EchoGate {
     return true;
   }
 
-  /** True when microphone audio must not be sent now. */
-  get gating(): boolean {
-    return this.mode === 'half-duplex' && this.nowMs() < this.audibleUntilMs + this.tailMs;
+  /** True when microphone audio captured `capturedAgoMs` ago must not be sent. */
+  isGated(capturedAgoMs = 0): boolean {
+    return this.mode === 'half-duplex' && this.nowMs() - capturedAgoMs < this.audibleUntilMs + this.tailMs;
   }
 
-  /** Returns the frame to send: the microphone frame itself, or a silent frame of the same length. */
-  filter(micFrame: Int16Array): Int16Array {
-    if (!this.gating) {
+  /** True when microphone audio captured now must not be sent. */
+  get gating(): boolean {
+    return this.isGated(0);
+  }
+
+  /**
+   * Returns the frame to send: the microphone frame itself, or a silent frame of the same length. The frame is
+   * judged by when it was captured, not when it is filtered: the capture callback hands over two frames at a
+   * time, and the earlier one (20 ms older) must not slip through just after the tail ends.
+   */
+  filter(micFrame: Int16Array, capturedAgoMs = 0): Int16Array {
+    if (!this.isGated(capturedAgoMs)) {
       this.stats.framesPassed++;
       return micFrame;
     }

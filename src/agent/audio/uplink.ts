@@ -74,7 +74,7 @@ export class Uplink {
       this.stats.droppedNoSink++;
       return;
     }
-    const gated = this.echoGate.filter(frame);
+    const gated = this.echoGate.filter(frame, Number(process.hrtime.bigint() - capturedAtNs) / 1e6);
     if (gated !== frame) this.stats.silenced++;
     const packet = this.encoder.encode(gated);
     try {

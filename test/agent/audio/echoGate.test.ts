@@ -22,6 +22,15 @@ describe('EchoGate', () => {
     expect(gate.stats).toEqual({ framesPassed: 2, framesSilenced: 2 });
   });
 
+  it('judges a frame by when it was captured: one captured inside the tail stays silent when filtered after it', () => {
+    let now = 1000;
+    const gate = new EchoGate({ tailMs: 300, nowMs: () => now });
+    gate.notePlayback(loud(), 0); // heard until 1020, gated until 1320
+    now = 1330; // the pair's second frame ends now; the first was captured 20 ms earlier, at 1310
+    expect(gate.filter(mic(), 20)[0]).toBe(0);
+    expect(gate.filter(mic(), 0)[0]).toBe(1234);
+  });
+
   it('ignores silent or near-silent playback (comfort noise)', () => {
     let now = 0;
     const gate = new EchoGate({ nowMs: () => now });
