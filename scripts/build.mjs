@@ -16,6 +16,14 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/**
+ * Packages replaced by a stub in the bundle: dependencies of our dependencies that our code never reaches, but
+ * that would otherwise be loaded (and kept in memory) by every process. Each stub says why it is safe.
+ */
+export const STUBBED_PACKAGES = {
+  '@peculiar/x509': path.join(root, 'scripts/bundle-stubs/peculiar-x509.mjs'),
+};
+
 /** Native addons: loaded from node_modules, never bundled. */
 export const NATIVE_PACKAGES = ['naudiodon2', '@discordjs/opus', 'better-sqlite3', 'koffi'];
 
@@ -59,6 +67,15 @@ export async function bundle({ outdir = path.join(root, 'dist'), quiet = false, 
     legalComments: 'eof',
     logLevel: quiet ? 'error' : 'warning',
     metafile: true,
+    plugins: [
+      {
+        name: 'stub-unreached-packages',
+        setup(b) {
+          const names = Object.keys(STUBBED_PACKAGES).map((n) => n.replace(/[/.]/g, '\\$&'));
+          b.onResolve({ filter: new RegExp(`^(${names.join('|')})$`) }, (args) => ({ path: STUBBED_PACKAGES[args.path] }));
+        },
+      },
+    ],
   });
   return result;
 }

@@ -57,6 +57,8 @@ if [ ! -d node_modules ] || ! npm ls --omit=dev >/dev/null 2>&1 || [ package-loc
   # GitHub; only the npm registry and Debian are install sources here, so they compile at once.
   npm_config_build_from_source=true npm ci --no-audit --no-fund
 fi
+# npm ci runs it as postinstall; again here for a node_modules installed before a patch was added (idempotent)
+node scripts/patch-dependencies.mjs
 echo "==> building"
 npm run build --silent
 echo "==> ready"

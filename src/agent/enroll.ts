@@ -13,8 +13,6 @@ export interface EnrollOptions {
   resetIdentity?: boolean;
   /** contact the server (default true) */
   verify?: boolean;
-  /** injectable for tests */
-  fetch?: typeof fetch;
 }
 
 export type EnrollVerdict = 'accepted' | 'rejected' | 'unreachable' | 'server_error' | 'skipped';
@@ -72,7 +70,6 @@ export async function enroll(o: EnrollOptions): Promise<EnrollResult> {
       appSource: o.settings.server.appSource,
     },
     timeoutMs: o.settings.server.requestTimeoutMs,
-    fetch: o.fetch,
   });
   try {
     await client.createSession(['text', 'audio']);

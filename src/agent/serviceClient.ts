@@ -1,6 +1,11 @@
 // HTTP client for the Voice Assistant Service: the realtime routes (session, SDP exchange) and a generic
 // request for the /v1/app REST routes. Device headers go on every request; failures become AgentErrors with
 // the server's code. Nothing here logs or returns the secret.
+//
+// Requests go through node:http/https, not fetch: Node's fetch (undici, its HTTP parser compiled to WebAssembly)
+// costs a long-running process ~9 MB of memory for the three small requests a call needs (measured on Node 20).
+import http, { type IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
 import { parseRealtimeErrorBody } from '../protocol/realtimeErrors.js';
 import { parseRealtimeSession, type Modality, type RealtimeSession } from '../protocol/session.js';
@@ -10,8 +15,6 @@ export interface ServiceClientOptions {
   baseUrl: string;
   credentials: DeviceCredentials;
   timeoutMs?: number;
-  /** injectable for tests of odd proxies; default global fetch */
-  fetch?: typeof fetch;
 }
 
 export interface AppResponse {
@@ -26,7 +29,7 @@ export interface AppResponse {
 interface Answer {
   ok: boolean;
   status: number;
-  headers: Headers;
+  headers: IncomingHttpHeaders;
   body: Buffer;
   text(): string;
 }
@@ -35,13 +38,11 @@ export class ServiceClient {
   private readonly base: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
-  private readonly fetchFn: typeof fetch;
 
   constructor(o: ServiceClientOptions) {
     this.base = o.baseUrl.replace(/\/+$/, '');
     this.headers = deviceHeaders(o.credentials);
     this.timeoutMs = o.timeoutMs ?? 10_000;
-    this.fetchFn = o.fetch ?? fetch;
   }
 
   /** POST /v1/realtime/sessions -> {id, iceServers} */
@@ -70,50 +71,60 @@ export class ServiceClient {
   }
 
   /**
-   * A /v1/app REST request. `body`: an object is sent as JSON, FormData as multipart (no Content-Type of
-   * ours: fetch sets the boundary), undefined as no body. REST errors {detail:{error,code}} become AgentErrors.
+   * A /v1/app REST request. `body`: an object is sent as JSON, undefined as no body. REST errors
+   * {detail:{error,code}} become AgentErrors.
    */
   async requestApp(method: string, path: string, body?: unknown): Promise<AppResponse> {
-    let contentType: string | undefined;
-    let payload: NonNullable<RequestInit['body']> | undefined;
-    if (body instanceof FormData) payload = body;
-    else if (body !== undefined) {
-      contentType = 'application/json';
-      payload = JSON.stringify(body);
-    }
-    const res = await this.send(path, method, contentType, payload);
+    const json = body === undefined ? undefined : JSON.stringify(body);
+    const res = await this.send(path, method, json === undefined ? undefined : 'application/json', json);
     const buf = res.body;
-    const ct = res.headers.get('content-type') ?? '';
-    let json: unknown;
+    const ct = res.headers['content-type'] ?? '';
+    let parsed: unknown;
     if (ct.includes('json')) {
       try {
-        json = JSON.parse(buf.toString('utf8'));
+        parsed = JSON.parse(buf.toString('utf8'));
       } catch {
         /* left undefined: reported below when it matters */
       }
     }
-    if (!res.ok) throw restError(res.status, json, buf, `${method} ${path}`);
-    return { status: res.status, contentType: ct, json, body: buf };
+    if (!res.ok) throw restError(res.status, parsed, buf, `${method} ${path}`);
+    return { status: res.status, contentType: ct, json: parsed, body: buf };
   }
 
   /** One request, body included, within timeoutMs (a plain timer, cleared at once: no timer outlives it). */
-  private async send(path: string, method: string, contentType: string | undefined, body: NonNullable<RequestInit['body']> | undefined): Promise<Answer> {
+  private send(path: string, method: string, contentType: string | undefined, body: string | undefined): Promise<Answer> {
     const headers: Record<string, string> = { ...this.headers };
     if (contentType) headers['content-type'] = contentType;
-    const url = this.base + path;
-    const ctl = new AbortController();
-    const timer = setTimeout(() => ctl.abort(new DOMException('timeout', 'TimeoutError')), this.timeoutMs);
-    try {
-      const res = await this.fetchFn(url, { method, headers, body, signal: ctl.signal });
-      const buf = Buffer.from(await res.arrayBuffer());
-      return { ok: res.ok, status: res.status, headers: res.headers, body: buf, text: () => buf.toString('utf8') };
-    } catch (err) {
-      const e = err as Error & { cause?: { code?: string; message?: string } };
-      const why = e.name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : (e.cause?.message ?? e.cause?.code ?? e.message);
-      throw new AgentError('network', `cannot reach ${this.base} (${method} ${path}): ${why}`, { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
+    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+    const url = new URL(this.base + path);
+    const fail = (why: string, cause?: unknown) =>
+      new AgentError('network', `cannot reach ${this.base} (${method} ${path}): ${why}`, { cause });
+    return new Promise<Answer>((resolve, reject) => {
+      let settled = false;
+      const done = (err: AgentError | undefined, answer?: Answer) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(answer!);
+      };
+      const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) => done(fail(err.message, err)));
+        res.on('end', () => {
+          const buf = Buffer.concat(chunks);
+          const status = res.statusCode ?? 0;
+          done(undefined, { ok: status >= 200 && status < 300, status, headers: res.headers, body: buf, text: () => buf.toString('utf8') });
+        });
+      });
+      const timer = setTimeout(() => {
+        done(fail(`no answer within ${this.timeoutMs} ms`));
+        req.destroy();
+      }, this.timeoutMs);
+      req.on('error', (err) => done(fail(err.message, err)));
+      req.end(body);
+    });
   }
 }
 

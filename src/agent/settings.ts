@@ -5,61 +5,61 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from '../common/zodMini.js';
 import { AgentError } from './errors.js';
 import { setPath } from '../common/setPath.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 export const SettingsSchema = z.object({
-  server: z.object({
+  server: z.prefault(z.object({
     /** base URL of the Voice Assistant Service, e.g. https://voice.example.com */
-    url: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080'),
+    url: z._default(z.url({ protocol: /^https?$/ }), 'http://127.0.0.1:8080'),
     /** workspace API key from the dashboard (X-Workspace-Key) */
-    workspaceKey: z.string().default(''),
+    workspaceKey: z._default(z.string(), ''),
     /** optional analytics label (X-App-Source) */
-    appSource: z.string().min(1).optional(),
+    appSource: z.optional(z.string().check(z.minLength(1))),
     /** per-request timeout for the HTTP routes */
-    requestTimeoutMs: z.coerce.number().int().min(100).max(120_000).default(10_000),
-  }).prefault({}),
-  audio: z.object({
-    captureDevice: z.string().min(1).default('default'),
-    playbackDevice: z.string().min(1).default('default'),
+    requestTimeoutMs: z._default(z.coerce.number().check(z.int(), z.minimum(100), z.maximum(120_000)), 10_000),
+  }), {}),
+  audio: z.prefault(z.object({
+    captureDevice: z._default(z.string().check(z.minLength(1)), 'default'),
+    playbackDevice: z._default(z.string().check(z.minLength(1)), 'default'),
     /** half: the microphone is gated while the speaker plays (no echo canceller); full: always open */
-    duplex: z.enum(['half', 'full']).default('half'),
+    duplex: z._default(z.enum(['half', 'full']), 'half'),
     /** how long the mic stays gated after playback stops (room echo tail) */
-    echoTailMs: z.coerce.number().int().min(0).max(2_000).default(200),
-  }).prefault({}),
-  mixer: z.object({
+    echoTailMs: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(2_000)), 200),
+  }), {}),
+  mixer: z.prefault(z.object({
     /** ALSA card for amixer (-c / -D), e.g. "default", "0", "Headphones" */
-    card: z.string().min(1).default('default'),
+    card: z._default(z.string().check(z.minLength(1)), 'default'),
     /** simple control, e.g. "Master", "PCM", "Speaker"; unset = found automatically */
-    control: z.string().min(1).optional(),
-  }).prefault({}),
-  log: z.object({ level: LogLevel.default('info') }).prefault({}),
-  paths: z.object({
+    control: z.optional(z.string().check(z.minLength(1))),
+  }), {}),
+  log: z.prefault(z.object({ level: z._default(LogLevel, 'info') }), {}),
+  paths: z.prefault(z.object({
     /** where the identity (client id + secret) lives; default $STATE_DIRECTORY or ~/.local/state/speaker-agent */
-    stateDir: z.string().min(1).optional(),
-  }).prefault({}),
-  reconnect: z.object({
-    initialDelayMs: z.coerce.number().int().min(10).default(250),
-    maxDelayMs: z.coerce.number().int().min(100).default(30_000),
+    stateDir: z.optional(z.string().check(z.minLength(1))),
+  }), {}),
+  reconnect: z.prefault(z.object({
+    initialDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(10)), 250),
+    maxDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(100)), 30_000),
     /** wait after the server rejected our credentials (401/404): retrying fast cannot help */
-    authRejectedDelayMs: z.coerce.number().int().min(1_000).default(60_000),
+    authRejectedDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(1_000)), 60_000),
     /** a failure streak younger than this retries at most every fastRetryMaxDelayMs (server restarts) */
-    fastRetryWindowMs: z.coerce.number().int().min(0).default(20_000),
-    fastRetryMaxDelayMs: z.coerce.number().int().min(10).default(1_000),
+    fastRetryWindowMs: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 20_000),
+    fastRetryMaxDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(10)), 1_000),
     /** a call up this long resets the backoff */
-    stableAfterMs: z.coerce.number().int().min(0).default(10_000),
-  }).prefault({}),
-  call: z.object({
+    stableAfterMs: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 10_000),
+  }), {}),
+  call: z.prefault(z.object({
     /** no RTP, RTCP or data-channel message for this long = the peer is gone */
-    livenessTimeoutMs: z.coerce.number().int().min(500).max(60_000).default(5_000),
+    livenessTimeoutMs: z._default(z.coerce.number().check(z.int(), z.minimum(500), z.maximum(60_000)), 5_000),
     /** session + SDP exchange + ICE/DTLS must finish within this */
-    connectTimeoutMs: z.coerce.number().int().min(1_000).max(120_000).default(15_000),
+    connectTimeoutMs: z._default(z.coerce.number().check(z.int(), z.minimum(1_000), z.maximum(120_000)), 15_000),
     /** gather 127.0.0.1 as an ICE host candidate: auto = when the server URL is loopback */
-    loopbackCandidates: z.enum(['auto', 'always', 'never']).default('auto'),
-  }).prefault({}),
+    loopbackCandidates: z._default(z.enum(['auto', 'always', 'never']), 'auto'),
+  }), {}),
 });
 
 export type Settings = z.infer<typeof SettingsSchema>;

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from '../common/zodMini.js';
 import { fingerprint, generateWorkspaceKey, sha256Hex } from './auth/secrets.js';
 import { listClients, resetClientSecret, setClientStatus, getClient, type ClientRow } from './db/clients.js';
 import { openDatabase, type Db } from './db/database.js';
@@ -49,17 +49,18 @@ export interface ClientSummary {
   lastSeenAt: string;
 }
 
+const optionalText = (max: number) => z.optional(z.nullable(z.string().check(z.maxLength(max))));
 const StoryImportSchema = z.object({
-  slug: z.string().trim().regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'slug: lower-case letters, digits and dashes').nullable().optional(),
-  name: z.string().trim().min(1).max(200),
-  transcript: z.string().trim().min(1).max(500_000),
-  excerpt: z.string().max(2_000).nullable().optional(),
-  age_group: z.string().max(50).nullable().optional(),
-  illustration_url: z.string().max(2_000).nullable().optional(),
-  illustration_alt: z.string().max(500).nullable().optional(),
-  sort_order: z.number().int().optional(),
+  slug: z.optional(z.nullable(z.string().check(z.trim(), z.regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'slug: lower-case letters, digits and dashes')))),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
+  transcript: z.string().check(z.trim(), z.minLength(1), z.maxLength(500_000)),
+  excerpt: optionalText(2_000),
+  age_group: optionalText(50),
+  illustration_url: optionalText(2_000),
+  illustration_alt: optionalText(500),
+  sort_order: z.optional(z.number().check(z.int())),
   /** a voice id, or the name of a workspace voice */
-  default_voice: z.string().nullable().optional(),
+  default_voice: z.optional(z.nullable(z.string())),
 });
 export type StoryImport = z.input<typeof StoryImportSchema>;
 

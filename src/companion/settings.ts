@@ -3,80 +3,90 @@
 // Invalid values are a clear CompanionSettingsError listing every bad key, never a silent default.
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from '../common/zodMini.js';
 import { setPath } from '../common/setPath.js';
+
+// zod/mini, as the agent's schemas (src/common/zodMini.ts): one zod flavour in the bundle keeps the agent's chunk
+// small (classic zod anywhere would put all of zod's core and locales in a chunk the agent shares).
+const int = (min: number, max: number) => z.coerce.number().check(z.int(), z.minimum(min), z.maximum(max));
+const nonEmpty = () => z.string().check(z.minLength(1));
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 const IceServerSchema = z.object({
-  urls: z.array(z.string().min(1)).min(1),
-  username: z.string().default(''),
-  credential: z.string().default(''),
+  urls: z.array(nonEmpty()).check(z.minLength(1)),
+  username: z._default(z.string(), ''),
+  credential: z._default(z.string(), ''),
 });
 
 export const CompanionSettingsSchema = z.object({
   /** interface to listen on; 127.0.0.1 keeps the server local, 0.0.0.0 serves the LAN */
-  host: z.string().min(1).default('127.0.0.1'),
+  host: z._default(nonEmpty(), '127.0.0.1'),
   /** TCP port; 0 = an ephemeral port (tests) */
-  port: z.coerce.number().int().min(0).max(65_535).default(8787),
+  port: z._default(int(0, 65_535), 8787),
   /** SQLite database, audio files and keys live here */
-  dataDir: z.string().min(1).default(() => defaultDataDir()),
+  dataDir: z._default(nonEmpty(), () => defaultDataDir()),
   /** base of signed audio URLs as devices reach the server (e.g. http://speaker-hub.local:8787);
    *  unset = http://<host>:<listening port> */
-  publicUrl: z.url({ protocol: /^https?$/ }).optional(),
+  publicUrl: z.optional(z.url({ protocol: /^https?$/ })),
   /** lifetime of signed audio URLs (expires_in) */
-  signedUrlTtlSeconds: z.coerce.number().int().min(1).max(86_400).default(300),
+  signedUrlTtlSeconds: z._default(int(1, 86_400), 300),
   /** largest accepted clone upload (and JSON body); bigger requests get 413 PAYLOAD_TOO_LARGE */
-  maxUploadBytes: z.coerce.number().int().min(1024).max(512 * 1024 * 1024).default(20 * 1024 * 1024),
+  maxUploadBytes: z._default(int(1024, 512 * 1024 * 1024), 20 * 1024 * 1024),
   /** open: a new client id with a valid workspace key enrolls its secret (trust on first use);
    *  closed: only clients already known (enrolled earlier, or re-enabled by `client reset`) are accepted */
-  enrollment: z.enum(['open', 'closed']).default('open'),
-  tts: z
-    .object({
+  enrollment: z._default(z.enum(['open', 'closed']), 'open'),
+  tts: z.prefault(
+    z.object({
       /** espeak: offline, in-process (default); http: an external neural TTS server */
-      adapter: z.enum(['espeak', 'http']).default('espeak'),
-      http: z
-        .object({
-          baseUrl: z.string().default(''),
-          apiKey: z.string().optional(),
-          timeoutMs: z.coerce.number().int().min(100).max(600_000).default(60_000),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
-  realtime: z
-    .object({
+      adapter: z._default(z.enum(['espeak', 'http']), 'espeak'),
+      http: z.prefault(
+        z.object({
+          baseUrl: z._default(z.string(), ''),
+          apiKey: z.optional(z.string()),
+          timeoutMs: z._default(int(100, 600_000), 60_000),
+        }),
+        {},
+      ),
+    }),
+    {},
+  ),
+  realtime: z.prefault(
+    z.object({
       /** handed to devices in the session resource; [] = host candidates only (LAN) */
-      iceServers: z.array(IceServerSchema).default([]),
+      iceServers: z._default(z.array(IceServerSchema), []),
       /** which assistant transcript event names the server emits (spec section 6: both exist) */
-      transcriptFamily: z.enum(['ga', 'legacy']).default('ga'),
+      transcriptFamily: z._default(z.enum(['ga', 'legacy']), 'ga'),
       /** simultaneous calls the server accepts */
-      maxCalls: z.coerce.number().int().min(1).max(64).default(4),
+      maxCalls: z._default(int(1, 64), 4),
       /** a call without media or data-channel traffic for this long is closed */
-      idleTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+      idleTimeoutMs: z._default(int(1_000, 3_600_000), 60_000),
       /** a call whose ICE/DTLS never completes is closed after this long */
-      connectTimeoutMs: z.coerce.number().int().min(1_000).max(120_000).default(15_000),
+      connectTimeoutMs: z._default(int(1_000, 120_000), 15_000),
       /** gather 127.0.0.1 as a host candidate (werift skips loopback); 'auto' = when host is a loopback address */
-      loopbackCandidates: z.enum(['auto', 'on', 'off']).default('auto'),
+      loopbackCandidates: z._default(z.enum(['auto', 'on', 'off']), 'auto'),
       /** silence after the user's last word before the turn ends */
-      vadHangoverMs: z.coerce.number().int().min(100).max(3_000).default(300),
+      vadHangoverMs: z._default(int(100, 3_000), 300),
       /** the assistant's espeak-ng voice */
-      voice: z
-        .object({ language: z.string().min(1).default('en-us'), variant: z.string().optional(), rate: z.coerce.number().int().min(80).max(450).optional() })
-        .prefault({}),
-      brain: z
-        .object({
+      voice: z.prefault(
+        z.object({ language: z._default(nonEmpty(), 'en-us'), variant: z.optional(z.string()), rate: z.optional(int(80, 450)) }),
+        {},
+      ),
+      brain: z.prefault(
+        z.object({
           /** rules: offline intent rules; openai: an OpenAI-compatible chat endpoint */
-          kind: z.enum(['rules', 'openai']).default('rules'),
-          baseUrl: z.string().optional(),
-          model: z.string().optional(),
+          kind: z._default(z.enum(['rules', 'openai']), 'rules'),
+          baseUrl: z.optional(z.string()),
+          model: z.optional(z.string()),
           /** name of the environment variable holding the API key (the key itself is never in settings) */
-          apiKeyEnv: z.string().optional(),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
-  log: z.object({ level: LogLevel.default('info') }).prefault({}),
+          apiKeyEnv: z.optional(z.string()),
+        }),
+        {},
+      ),
+    }),
+    {},
+  ),
+  log: z.prefault(z.object({ level: z._default(LogLevel, 'info') }), {}),
 });
 
 export type CompanionSettings = z.infer<typeof CompanionSettingsSchema>;

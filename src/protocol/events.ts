@@ -1,41 +1,41 @@
 // Data-channel events (spec section 6), declared once as schemas. Both sides parse with these; nothing that
 // arrives on the wire is trusted: parse functions never throw and say why a message was refused.
-import { z } from 'zod';
+import * as z from '../common/zodMini.js';
 
 /** The data channel label of the widely used realtime protocol. */
 export const DATA_CHANNEL_LABEL = 'oai-events';
 
-const base = { event_id: z.string().optional() };
+const base = { event_id: z.optional(z.string()) };
 
 // ---- server -> client --------------------------------------------------------------------------------------
 
 export const FunctionCallItem = z.object({
   type: z.literal('function_call'),
   id: z.string(),
-  call_id: z.string().min(1),
-  name: z.string().min(1),
+  call_id: z.string().check(z.minLength(1)),
+  name: z.string().check(z.minLength(1)),
   arguments: z.string(),
-  status: z.string().optional(),
+  status: z.optional(z.string()),
 });
 export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
 
-const MessageItem = z.object({ type: z.literal('message'), id: z.string().optional() }).passthrough();
+const MessageItem = z.looseObject({ type: z.literal('message'), id: z.optional(z.string()) });
 
 export const ServerEvent = z.discriminatedUnion('type', [
-  z.object({ ...base, type: z.literal('session.created'), session: z.object({ id: z.string() }).passthrough() }),
-  z.object({ ...base, type: z.literal('input_audio_buffer.speech_started'), audio_start_ms: z.number().optional(), item_id: z.string().optional() }),
-  z.object({ ...base, type: z.literal('input_audio_buffer.speech_stopped'), audio_end_ms: z.number().optional(), item_id: z.string().optional() }),
-  z.object({ ...base, type: z.literal('conversation.item.input_audio_transcription.completed'), item_id: z.string().optional(), content_index: z.number().optional(), transcript: z.string() }),
-  z.object({ ...base, type: z.literal('response.created'), response: z.object({ id: z.string() }).passthrough() }),
+  z.object({ ...base, type: z.literal('session.created'), session: z.looseObject({ id: z.string() }) }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.speech_started'), audio_start_ms: z.optional(z.number()), item_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.speech_stopped'), audio_end_ms: z.optional(z.number()), item_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('conversation.item.input_audio_transcription.completed'), item_id: z.optional(z.string()), content_index: z.optional(z.number()), transcript: z.string() }),
+  z.object({ ...base, type: z.literal('response.created'), response: z.looseObject({ id: z.string() }) }),
   // GA family
-  z.object({ ...base, type: z.literal('response.output_audio_transcript.delta'), response_id: z.string().optional(), item_id: z.string().optional(), delta: z.string() }),
-  z.object({ ...base, type: z.literal('response.output_audio_transcript.done'), response_id: z.string().optional(), item_id: z.string().optional(), transcript: z.string() }),
+  z.object({ ...base, type: z.literal('response.output_audio_transcript.delta'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), delta: z.string() }),
+  z.object({ ...base, type: z.literal('response.output_audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), transcript: z.string() }),
   // legacy family (custom-pipeline assistants)
-  z.object({ ...base, type: z.literal('response.audio_transcript.delta'), response_id: z.string().optional(), item_id: z.string().optional(), delta: z.string() }),
-  z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.string().optional(), item_id: z.string().optional(), transcript: z.string() }),
-  z.object({ ...base, type: z.literal('response.output_item.done'), response_id: z.string().optional(), output_index: z.number().optional(), item: z.union([FunctionCallItem, MessageItem]) }),
-  z.object({ ...base, type: z.literal('response.done'), response: z.object({ id: z.string(), status: z.string().optional() }).passthrough() }),
-  z.object({ ...base, type: z.literal('error'), error: z.object({ type: z.string().optional(), code: z.string().nullish(), message: z.string(), event_id: z.string().nullish() }).passthrough() }),
+  z.object({ ...base, type: z.literal('response.audio_transcript.delta'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), delta: z.string() }),
+  z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), transcript: z.string() }),
+  z.object({ ...base, type: z.literal('response.output_item.done'), response_id: z.optional(z.string()), output_index: z.optional(z.number()), item: z.union([FunctionCallItem, MessageItem]) }),
+  z.object({ ...base, type: z.literal('response.done'), response: z.looseObject({ id: z.string(), status: z.optional(z.string()) }) }),
+  z.object({ ...base, type: z.literal('error'), error: z.looseObject({ type: z.optional(z.string()), code: z.nullish(z.string()), message: z.string(), event_id: z.nullish(z.string()) }) }),
 ]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
 export type ServerEventType = ServerEvent['type'];
@@ -45,16 +45,16 @@ export type ServerEventOf<T extends ServerEventType> = Extract<ServerEvent, { ty
 
 export const FunctionCallOutputItem = z.object({
   type: z.literal('function_call_output'),
-  call_id: z.string().min(1),
+  call_id: z.string().check(z.minLength(1)),
   output: z.string(),
 });
 
 export const ClientEvent = z.discriminatedUnion('type', [
   z.object({ ...base, type: z.literal('conversation.item.create'), item: FunctionCallOutputItem }),
-  z.object({ ...base, type: z.literal('response.create'), response: z.object({}).passthrough().optional() }),
+  z.object({ ...base, type: z.literal('response.create'), response: z.optional(z.looseObject({})) }),
   z.object({ ...base, type: z.literal('response.cancel') }),
   z.object({ ...base, type: z.literal('input_audio_buffer.clear') }),
-  z.object({ ...base, type: z.literal('session.update'), session: z.object({}).passthrough() }),
+  z.object({ ...base, type: z.literal('session.update'), session: z.looseObject({}) }),
 ]);
 export type ClientEvent = z.infer<typeof ClientEvent>;
 
@@ -65,7 +65,7 @@ export type ParseResult<E> =
   /** `unknown`: well-formed JSON with a type we do not handle; `invalid`: anything else. */
   | { ok: false; kind: 'invalid' | 'unknown'; type?: string; reason: string };
 
-function parseWith<E>(schema: z.ZodType<E>, known: ReadonlySet<string>, raw: unknown): ParseResult<E> {
+function parseWith<E>(schema: z.ZodMiniType<E>, known: ReadonlySet<string>, raw: unknown): ParseResult<E> {
   let value: unknown = raw;
   if (typeof raw === 'string' || Buffer.isBuffer(raw)) {
     try {
@@ -89,19 +89,20 @@ function parseWith<E>(schema: z.ZodType<E>, known: ReadonlySet<string>, raw: unk
   return { ok: true, event: r.data };
 }
 
-function typesOf(schema: z.ZodDiscriminatedUnion): Set<string> {
-  return new Set(schema.options.map((o) => String((o as z.ZodObject).shape.type.value)));
+/** The `type` literals of a union's options: every option is an object whose `type` is a literal. */
+function typesOf(schema: z.ZodMiniDiscriminatedUnion<readonly z.ZodMiniObject<{ type: z.ZodMiniLiteral<string> }>[]>): Set<string> {
+  return new Set(schema.def.options.flatMap((o) => o.def.shape.type.def.values.map(String)));
 }
 
-const SERVER_TYPES = typesOf(ServerEvent as unknown as z.ZodDiscriminatedUnion);
-const CLIENT_TYPES = typesOf(ClientEvent as unknown as z.ZodDiscriminatedUnion);
+const SERVER_TYPES = typesOf(ServerEvent);
+const CLIENT_TYPES = typesOf(ClientEvent);
 
 export function parseServerEvent(raw: unknown): ParseResult<ServerEvent> {
-  return parseWith(ServerEvent as z.ZodType<ServerEvent>, SERVER_TYPES, raw);
+  return parseWith(ServerEvent as z.ZodMiniType<ServerEvent>, SERVER_TYPES, raw);
 }
 
 export function parseClientEvent(raw: unknown): ParseResult<ClientEvent> {
-  return parseWith(ClientEvent as z.ZodType<ClientEvent>, CLIENT_TYPES, raw);
+  return parseWith(ClientEvent as z.ZodMiniType<ClientEvent>, CLIENT_TYPES, raw);
 }
 
 /** Both transcript families, mapped to one role so clients handle them alike. */

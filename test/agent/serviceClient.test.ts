@@ -2,7 +2,7 @@
 // answers the peer never gives (500, REST errors, garbage).
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../../src/agent/errors.js';
 import { ServiceClient } from '../../src/agent/serviceClient.js';
 import { TestAssistantPeer } from '../support/testAssistantPeer.js';
@@ -13,6 +13,7 @@ let peer: TestAssistantPeer | undefined;
 let server: http.Server | undefined;
 
 afterEach(async () => {
+  vi.unstubAllGlobals();
   await peer?.stop();
   peer = undefined;
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
@@ -134,5 +135,15 @@ describe('ServiceClient', () => {
     expect(await failure(c.requestApp('POST', '/v1/app/voices/design', { design_prompt: 'calm' }))).toMatchObject({ code: 'auth_rejected', serverCode: 'SECRET_MISMATCH' });
     expect(seen[2].headers['content-type']).toBe('application/json');
     expect(JSON.parse(seen[2].body)).toEqual({ design_prompt: 'calm' });
+  });
+
+  it('does not go through fetch (undici costs the daemon ~9 MB): session, SDP and REST work with fetch unusable', async () => {
+    vi.stubGlobal('fetch', () => {
+      throw new Error('fetch must not be used by the device client');
+    });
+    const p = await startPeer();
+    const c = new ServiceClient({ baseUrl: p.url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    expect((await c.createSession()).id).toMatch(/^sess_/);
+    expect(await failure(c.exchangeSdp('hello'))).toMatchObject({ code: 'protocol', serverCode: 'invalid_sdp' });
   });
 });

@@ -2,7 +2,7 @@
 // memory and start-up budgets pay for. Read from esbuild's metafile of a real build.
 import { mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error plain JavaScript build script, no type declarations
 import { bundle } from '../../scripts/build.mjs';
 
@@ -28,16 +28,35 @@ function staticInputs(meta: Metafile, from: string[]): string[] {
 }
 
 describe('the bundle', () => {
-  it('the daemon (run) loads no companion server code, and neither conf nor its schema validator (ajv)', async () => {
-    const { metafile } = (await bundle({ outdir, quiet: true })) as { metafile: Metafile };
+  let metafile: Metafile;
+  /** What `speaker-agent run` loads before its first dynamic import: the CLI, the program, the agent. */
+  let daemonLoads: string[];
+  beforeAll(async () => {
+    ({ metafile } = (await bundle({ outdir, quiet: true })) as { metafile: Metafile });
     const chunkOf = (entry: string) => {
       const hit = Object.entries(metafile.outputs).find(([, o]) => o.entryPoint === entry);
       if (!hit) throw new Error(`no chunk for ${entry}`);
       return hit[0];
     };
-    const loaded = staticInputs(metafile, [chunkOf('src/cli/main.ts'), chunkOf('src/cli/program.ts'), chunkOf('src/cli/runAgent.ts')]);
-    expect(loaded).toContain('src/agent/agent.ts'); // the closure is the real one
-    expect(loaded.filter((f) => f.startsWith('src/companion/'))).toEqual([]);
-    expect(loaded.filter((f) => /node_modules\/(conf|ajv|ajv-formats|better-sqlite3|fastify)\//.test(f))).toEqual([]);
+    daemonLoads = staticInputs(metafile, [chunkOf('src/cli/main.ts'), chunkOf('src/cli/program.ts'), chunkOf('src/cli/runAgent.ts')]);
+  }, 60_000);
+
+  it('the daemon (run) loads no companion server code, and neither conf nor its schema validator (ajv)', () => {
+    expect(daemonLoads).toContain('src/agent/agent.ts'); // the closure is the real one
+    expect(daemonLoads.filter((f) => f.startsWith('src/companion/'))).toEqual([]);
+    expect(daemonLoads.filter((f) => /node_modules\/(conf|ajv|ajv-formats|better-sqlite3|fastify)\//.test(f))).toEqual([]);
+  });
+
+  it("werift's certificate stack is replaced by the stub: the daemon loads none of @peculiar/x509, asn1js, tsyringe", () => {
+    expect(daemonLoads.some((f) => f.includes('node_modules/werift/'))).toBe(true); // it does load werift itself
+    expect(daemonLoads).toContain('scripts/bundle-stubs/peculiar-x509.mjs');
+    expect(daemonLoads.filter((f) => /node_modules\/(@peculiar|asn1js|tsyringe|reflect-metadata)\//.test(f))).toEqual([]);
+  });
+
+  it('zod is there only as zod/mini with its English messages: no classic zod, no other locale, no JSON-schema code', () => {
+    const zod = daemonLoads.filter((f) => f.includes('node_modules/zod/'));
+    expect(zod).toContain('node_modules/zod/v4/mini/schemas.js');
+    expect(zod.filter((f) => /zod\/v4\/(classic\/|locales\/(?!en\.js)|core\/(to|json)-?[a-z-]*schema)/.test(f))).toEqual([]);
   });
 });
+

@@ -14,6 +14,7 @@ import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
 import { AUDIO, type IceServer } from '../../protocol/session.js';
 import { AgentError } from '../errors.js';
 import type { TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
+import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 
 export interface WebrtcTransportOptions {
   /** extra host addresses to gather, e.g. ['127.0.0.1'] when the server is on loopback */
@@ -66,6 +67,7 @@ export class WebrtcTransport implements TransportLayer {
       iceServers: toWeriftIceServers(o.session.iceServers),
       iceAdditionalHostAddresses: this.opts.additionalHostAddresses?.length ? this.opts.additionalHostAddresses : undefined,
       codecs: { audio: [opusCodec()], video: [] },
+      dtls: { keys: dtlsKeys() },
     });
     this.pc = pc;
     const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });

@@ -4,6 +4,7 @@ import { RTCPeerConnection, RTCRtpCodecParameters, type RTCDataChannel, type RTC
 import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
 import type { IceServer } from '../../protocol/session.js';
 import { AUDIO } from '../../protocol/session.js';
+import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 
 export interface CallPeerOptions {
   iceServers: IceServer[];
@@ -46,6 +47,7 @@ export class CallPeer {
       iceServers: opts.iceServers.map((s) => ({ urls: s.urls, username: s.username || undefined, credential: s.credential || undefined })),
       iceAdditionalHostAddresses: opts.additionalHostAddresses.length ? opts.additionalHostAddresses : undefined,
       iceUseIpv6: false,
+      dtls: { keys: dtlsKeys() },
       codecs: {
         audio: [
           new RTCRtpCodecParameters({
