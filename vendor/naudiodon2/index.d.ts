@@ -170,4 +170,6 @@ export class FrameIO {
   /** stops and closes the stream (idempotent) */
   close(): Promise<void>
   stats(): FrameIOStats
+  /** ms since the audio callback last ran (since start() before the first), on the audio thread's clock */
+  msSinceCallback(): number
 }

@@ -11,8 +11,9 @@
 //   the callback never waits on JS), and reports what it consumed: onHanded fires per frame handed to ALSA,
 //   which paces the downlink by the card's clock. A full ring drops its oldest frame (latency stays bounded).
 // - A failed device (unplugged card, sound server gone) does not always raise an error: the callbacks just
-//   stop. A watchdog turns "no callback for stallMs" into an AudioDeviceError('device_failed') so
-//   resilientDevice.ts can reopen it.
+//   stop. So does a playback stream of the PulseAudio/PipeWire ALSA plugin after an underrun (a busy board:
+//   PATCHES.md item 10). A watchdog turns "no callback for stallMs" into an AudioDeviceError('device_failed') so
+//   resilientDevice.ts reopens it.
 // - PortAudio/ALSA print ~160 probe lines on stderr at first use on a machine without cards (fewer on a real
 //   board). quietNativeStderr() hides them during enumeration and opening (see below).
 import { createRequire } from 'node:module';
@@ -62,7 +63,11 @@ export interface PortAudioOptions {
    * for the second: mic-to-wire stays well inside its 25 ms budget (frames carry their real capture time).
    */
   captureFramesPerBuffer?: number;
-  /** No audio progress for this long means the device failed. Default 1500 ms. */
+  /**
+   * No audio callback for this long means the stream stalled (it is reopened). Default 500 ms: a playback
+   * stream of the PulseAudio/PipeWire ALSA plugin never calls back again after an underrun (vendored
+   * naudiodon2, PATCHES.md item 10), and every ms of it is the assistant not heard.
+   */
   stallMs?: number;
   /** Playback frames queued beyond which the oldest are dropped (keeps latency bounded). Default 10 (200 ms). */
   maxQueuedFrames?: number;
@@ -88,7 +93,7 @@ export class PortAudioBackend implements AudioBackend {
     this.inputLatencyMs = opts.inputLatencyMs ?? 40;
     this.framesPerBuffer = opts.framesPerBuffer ?? 960;
     this.captureFramesPerBuffer = opts.captureFramesPerBuffer ?? 1920;
-    this.stallMs = opts.stallMs ?? 1500;
+    this.stallMs = opts.stallMs ?? 500;
     this.maxQueuedFrames = opts.maxQueuedFrames ?? 10;
   }
 
@@ -186,18 +191,20 @@ const STARTUP_GRACE_MS = 3000;
 const FRAME_BYTES = FRAME_SAMPLES * 2;
 const FRAME_NS = BigInt(Math.round((FRAME_SAMPLES / SAMPLE_RATE) * 1e9));
 
-/** Watches a stream's callbacks; calls onStall when none came for stallMs (STARTUP_GRACE_MS after opening). */
+/**
+ * Watches a stream's audio callback on the audio thread's own clock (FrameIO.msSinceCallback): calls onStall
+ * when none ran for stallMs (STARTUP_GRACE_MS after opening). A JS-side clock would see a busy event loop as
+ * a stall.
+ */
 class StallWatchdog {
-  lastMs = performance.now();
-  private readonly startedAtMs = this.lastMs;
+  private readonly startedAtMs = performance.now();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(stallMs: number, onStall: () => void) {
+  constructor(io: FrameIO, stallMs: number, onStall: () => void) {
     this.timer = setInterval(() => {
-      const now = performance.now();
-      const limit = now - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : stallMs;
-      if (now - this.lastMs > limit) onStall();
-    }, Math.min(500, stallMs));
+      const limit = performance.now() - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : stallMs;
+      if (io.msSinceCallback() > limit) onStall();
+    }, Math.max(50, Math.round(stallMs / 4)));
     this.timer.unref();
   }
 
@@ -212,6 +219,7 @@ class PortAudioCapture implements CaptureDevice {
   private io: FrameIO | undefined;
   private watchdog: StallWatchdog | undefined;
   private failed = false;
+  private closing: Promise<void> | undefined;
   // One frame buffer, refilled in place, in case PortAudio ever delivers other sizes than one frame.
   private readonly frameBytes = Buffer.alloc(FRAME_BYTES);
   private readonly frame = new Int16Array(this.frameBytes.buffer, this.frameBytes.byteOffset, FRAME_SAMPLES);
@@ -254,7 +262,7 @@ class PortAudioCapture implements CaptureDevice {
     this.io = io;
     this.onFrame = onFrame;
     this.failed = false;
-    this.watchdog = new StallWatchdog(this.opts.stallMs, () =>
+    this.watchdog = new StallWatchdog(io, this.opts.stallMs, () =>
       this.fail(new AudioDeviceError('device_failed', `capture device ${this.device.label} delivered no audio for ${this.opts.stallMs} ms`)),
     );
   }
@@ -262,7 +270,6 @@ class PortAudioCapture implements CaptureDevice {
   private onChunk(chunk: Buffer, flags: number): void {
     const onFrame = this.onFrame;
     if (!this.io || !onFrame) return; // a callback that was queued before stop()
-    this.watchdog!.lastMs = performance.now();
     if (flags !== 0) this.stats.overflows++;
     const at = hrNow();
     // Frames in one chunk were captured 20 ms apart; the last one ends now. Each carries its own capture time so
@@ -307,7 +314,8 @@ class PortAudioCapture implements CaptureDevice {
     this.io = undefined;
     this.onFrame = undefined;
     this.fill = 0;
-    if (io) await closeStream(io);
+    if (io) this.closing = closeStream(io);
+    await this.closing; // a second stop() (fail() already stopped) waits for the same close
   }
 }
 
@@ -318,6 +326,7 @@ class PortAudioPlayback implements PlaybackDevice {
   private io: FrameIO | undefined;
   private watchdog: StallWatchdog | undefined;
   private failed = false;
+  private closing: Promise<void> | undefined;
   // Bytes written, consumed (reported by the callback, in order) and dropped from a full ring: queued is the
   // difference. The reports lag the callback a little, so queued is at most a frame high, never low.
   private written = 0;
@@ -372,7 +381,7 @@ class PortAudioPlayback implements PlaybackDevice {
     this.io = io;
     this.failed = false;
     this.written = this.consumed = this.dropped = 0;
-    this.watchdog = new StallWatchdog(this.opts.stallMs, () =>
+    this.watchdog = new StallWatchdog(io, this.opts.stallMs, () =>
       this.fail(new AudioDeviceError('device_failed', `playback device ${this.device.label} took no audio for ${this.opts.stallMs} ms`)),
     );
   }
@@ -394,7 +403,6 @@ class PortAudioPlayback implements PlaybackDevice {
 
   private onConsumed(consumed: number, starved: number): void {
     if (!this.io) return; // a report queued before stop()
-    this.watchdog!.lastMs = performance.now();
     if (starved > 0) this.stats.starved++;
     if (consumed === 0) return;
     // Whole frames handed: the ring only ever holds whole frames and the callback takes one per period.
@@ -422,7 +430,8 @@ class PortAudioPlayback implements PlaybackDevice {
     const io = this.io;
     this.io = undefined;
     this.written = this.consumed = this.dropped = 0;
-    if (io) await closeStream(io);
+    if (io) this.closing = closeStream(io);
+    await this.closing; // a second stop() (fail() already stopped) waits for the same close
   }
 }
 

@@ -44,6 +44,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
   private timer: NodeJS.Timeout | undefined;
   private loggedCode: string | undefined;
   private waiters: (() => void)[] = [];
+  private closing: Promise<void> | undefined;
 
   constructor(
     protected readonly opts: ResilientDeviceOptions,
@@ -75,6 +76,8 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     if (this.state === 'closed') return;
     let dev: D;
     try {
+      await this.closing;
+      if ((this.state as DeviceState) === 'closed') return;
       dev = await this.openInner();
     } catch (err) {
       this.failed(toDeviceError(err));
@@ -87,8 +90,11 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     dev.onError = (err) => {
       if (this.inner !== dev) return;
       this.inner = undefined;
-      void dev.stop();
-      this.failed(err);
+      // PortAudio is not thread-safe: the next open waits until this close (on a pool thread) is done.
+      this.closing = dev.stop().catch(() => undefined);
+      // A device that was working is retried at once: most such failures are a stalled stream, which a reopen
+      // fixes (the speaker is silent until then); a card that is really gone fails fast and backs off.
+      this.failed(err, 0);
     };
     this.inner = dev;
     this.stats.opens++;
@@ -103,7 +109,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     for (const resolve of w) resolve();
   }
 
-  private failed(err: AudioDeviceError): void {
+  private failed(err: AudioDeviceError, delayMs = this.backoffMs): void {
     this.stats.failures++;
     this.lastError = err;
     if (this.state === 'closed') return;
@@ -116,8 +122,8 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     }
     this.setState('retrying', err);
     // Not unref'd: waiting for a sound card is work the process must stay alive for.
-    this.timer = setTimeout(() => void this.attempt(), this.backoffMs);
-    this.backoffMs = Math.min(this.maxBackoffMs, this.backoffMs * 2);
+    this.timer = setTimeout(() => void this.attempt(), delayMs);
+    if (delayMs > 0) this.backoffMs = Math.min(this.maxBackoffMs, this.backoffMs * 2);
   }
 
   protected async end(): Promise<void> {

@@ -4,6 +4,7 @@
 // sink/source, so unloading and loading it is a USB card being unplugged and plugged in again. (Unloading alone
 // would not fail the stream: PulseAudio moves it to another sink. Killing the stream is what the card's
 // disappearance does to an ALSA hw device.)
+import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/common/logger.js';
 import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
@@ -97,6 +98,50 @@ describe('ResilientPlayback', () => {
     expect(pb.stats.failures).toBeGreaterThan(warns.length + 2); // many failed attempts, few lines
     expect(pb.lastError).toBeUndefined();
   });
+});
+
+describe('ResilientPlayback after an underrun', () => {
+  // Regression: a playback stream of PulseAudio's ALSA plugin stops calling back for good after an underrun
+  // (PATCHES.md item 10 of the vendored naudiodon2). The watchdog noticed after 1.5-2 s on a JS clock and the
+  // reopen waited 0.5 s more, then PulseAudio takes ~1 s to start the new stream: 3.3 s or more of a silent
+  // speaker per hiccup of a busy board. Now the audio thread's own clock is watched (500 ms) and a device that
+  // was working is reopened at once (measured 1.3-1.9 s in all). A reopen racing the old stream's close also
+  // crashed the process (PATCHES.md item 11): three stalls in a row exercise that too.
+  it('plays again within 2.5 s after the process froze for 300 ms (each of three times)', async () => {
+    // As in the agent: the microphone is open too (so a reopen does not initialise PortAudio from scratch).
+    const backend = new PortAudioBackend();
+    const mic = new ResilientCapture({ backend, deviceName: 'default' });
+    cleanups.push(() => mic.stop());
+    await mic.start(() => undefined);
+    const pb = new ResilientPlayback({ backend, deviceName: 'default' });
+    const handedAt: number[] = [];
+    const silence = new Int16Array(960);
+    pb.onHanded = () => {
+      handedAt.push(performance.now());
+      if (pb.queuedMs < 20) pb.write(silence);
+    };
+    cleanups.push(() => pb.stop());
+    await pb.start();
+    // Keeps one frame queued, also right after a reopen (the downlink's fallback timer does this in the agent).
+    const keepFed = setInterval(() => {
+      if (pb.queuedMs < 20) pb.write(silence);
+    }, 50);
+    cleanups.push(async () => clearInterval(keepFed));
+    await waitUntil(() => handedAt.length >= 25, 5000, 'the speaker to play');
+    const gaps: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const frozenAt = performance.now();
+      await new Promise<void>((resolve) => {
+        spawn('sh', ['-c', `kill -STOP ${process.pid}; sleep 0.3; kill -CONT ${process.pid}`]).on('exit', () => resolve());
+      });
+      const from = handedAt.length;
+      await waitUntil(() => handedAt.length >= from + 25, 5000, 'the speaker to play again');
+      // The longest wait between two frames handed since the freeze began: the freeze itself is 300 ms of it.
+      const since = [frozenAt, ...handedAt.filter((t) => t > frozenAt)];
+      gaps.push(Math.max(...since.slice(1).map((t, k) => t - since[k])));
+    }
+    expect(Math.max(...gaps), `silences after each freeze: ${gaps.map((g) => g.toFixed(0)).join(', ')} ms; reopens ${pb.stats.opens - 1}`).toBeLessThan(2500);
+  }, 40_000);
 });
 
 describe('ResilientCapture', () => {

@@ -16,7 +16,10 @@
 //   output: cb(consumedBytes: number, statusFlags: number, starvedBytes: number)
 //   start(), write(buf) -> bytes dropped from the ring to make room (normally 0), close() -> Promise (idempotent),
 //   stats() -> { droppedChunks, droppedBytes, starvedCallbacks }
+//   msSinceCallback() -> ms since the audio callback last ran (since start() before the first one): the stall
+//   watchdog reads the audio thread's own clock, so a busy event loop is never mistaken for a stalled device.
 #include <node_api.h>
+#include <chrono>
 #include <portaudio.h>
 #include <atomic>
 #include <cstdlib>
@@ -25,10 +28,15 @@
 #include <string>
 #include <vector>
 #include "AlsaPluginCache.h"
+#include "PaLock.h"
 
 namespace streampunk {
 
 namespace {
+
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 struct InChunk {
   uint32_t bytes;
@@ -62,7 +70,10 @@ class FrameIO {
   std::atomic<uint32_t> droppedChunks{0};
   std::atomic<uint64_t> droppedBytes{0};
   std::atomic<uint32_t> starvedCallbacks{0};
+  // steady_clock nanoseconds of the last callback (or of start()), written by the audio thread
+  std::atomic<int64_t> lastCallbackNs{0};
   void shutdownStream() {
+    std::lock_guard<std::recursive_mutex> paGuard(paLock());
     if (stream) {
       Pa_AbortStream(stream);
       Pa_CloseStream(stream);
@@ -79,6 +90,7 @@ class FrameIO {
 int InputCallback(const void* in, void*, unsigned long frameCount, const PaStreamCallbackTimeInfo*,
                   PaStreamCallbackFlags flags, void* user) {
   FrameIO* io = static_cast<FrameIO*>(user);
+  io->lastCallbackNs.store(steadyNowNs(), std::memory_order_relaxed);
   if (io->closing.load(std::memory_order_relaxed)) return paContinue;
   // malloc in the audio thread: glibc's per-thread cache serves a same-size block here; AudioIO allocated too.
   uint32_t bytes = frameCount * io->bytesPerSampleFrame;
@@ -98,6 +110,7 @@ int InputCallback(const void* in, void*, unsigned long frameCount, const PaStrea
 int OutputCallback(const void*, void* out, unsigned long frameCount, const PaStreamCallbackTimeInfo*,
                    PaStreamCallbackFlags flags, void* user) {
   FrameIO* io = static_cast<FrameIO*>(user);
+  io->lastCallbackNs.store(steadyNowNs(), std::memory_order_relaxed);
   uint8_t* dst = static_cast<uint8_t*>(out);
   uint32_t want = frameCount * io->bytesPerSampleFrame;
   uint32_t got = 0;
@@ -226,6 +239,7 @@ napi_value Construct(napi_env env, napi_callback_info info) {
     io->ring.resize((size_t)ringBytes);
   }
 
+  std::lock_guard<std::recursive_mutex> paGuard(paLock());  // held until the stream is open (or cleaned up)
   PaError err = Pa_Initialize();
   if (err != paNoError) {
     delete io;
@@ -286,6 +300,8 @@ napi_value Start(napi_env env, napi_callback_info info) {
   if (!io) return nullptr;
   if (io->closed || io->closing || !io->stream) return Throw(env, "FrameIO: stream is closed");
   if (io->started) return nullptr;
+  io->lastCallbackNs.store(steadyNowNs());
+  std::lock_guard<std::recursive_mutex> paGuard(paLock());
   PaError err = Pa_StartStream(io->stream);
   if (err != paNoError) return Throw(env, std::string("Could not start stream: ") + Pa_GetErrorText(err));
   io->started = true;
@@ -394,6 +410,15 @@ napi_value Stats(napi_env env, napi_callback_info info) {
   return o;
 }
 
+napi_value MsSinceCallback(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  FrameIO* io = Unwrap(env, info, &argc, nullptr);
+  if (!io) return nullptr;
+  napi_value v;
+  napi_create_double(env, (double)(steadyNowNs() - io->lastCallbackNs.load(std::memory_order_relaxed)) / 1e6, &v);
+  return v;
+}
+
 }  // namespace
 
 napi_status InitFrameIO(napi_env env, napi_value exports) {
@@ -402,9 +427,10 @@ napi_status InitFrameIO(napi_env env, napi_value exports) {
       {"write", nullptr, Write, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"close", nullptr, Close, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"msSinceCallback", nullptr, MsSinceCallback, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_value cls;
-  napi_status s = napi_define_class(env, "FrameIO", NAPI_AUTO_LENGTH, Construct, nullptr, 4, props, &cls);
+  napi_status s = napi_define_class(env, "FrameIO", NAPI_AUTO_LENGTH, Construct, nullptr, sizeof(props) / sizeof(props[0]), props, &cls);
   if (s != napi_ok) return s;
   return napi_set_named_property(env, exports, "FrameIO", cls);
 }

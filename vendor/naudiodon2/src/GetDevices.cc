@@ -17,12 +17,15 @@
 #include "naudiodonUtil.h"
 #include <portaudio.h>
 
+#include "PaLock.h"
+
 namespace streampunk {
 
 napi_value getDevices(napi_env env, napi_callback_info info) {
   napi_status status;
   napi_value result, devInfo;
   uint32_t numDevices;
+  std::lock_guard<std::recursive_mutex> paGuard(paLock());  // speaker-agent: PaLock.h
 
   PaError errCode = Pa_Initialize();
   if (errCode != paNoError)
