@@ -18,45 +18,45 @@ export const SettingsSchema = z.object({
     /** workspace API key from the dashboard (X-Workspace-Key) */
     workspaceKey: z._default(z.string(), ''),
     /** optional analytics label (X-App-Source) */
-    appSource: z.optional(z.string().check(z.minLength(1))),
+    appSource: z.optional(z.nonEmpty()),
     /** per-request timeout for the HTTP routes */
-    requestTimeoutMs: z._default(z.coerce.number().check(z.int(), z.minimum(100), z.maximum(120_000)), 10_000),
+    requestTimeoutMs: z._default(z.coercedInt(100, 120_000), 10_000),
   }), {}),
   audio: z.prefault(z.object({
-    captureDevice: z._default(z.string().check(z.minLength(1)), 'default'),
-    playbackDevice: z._default(z.string().check(z.minLength(1)), 'default'),
+    captureDevice: z._default(z.nonEmpty(), 'default'),
+    playbackDevice: z._default(z.nonEmpty(), 'default'),
     /** half: the microphone is gated while the speaker plays (no echo canceller); full: always open */
     duplex: z._default(z.enum(['half', 'full']), 'half'),
     /** how long the mic stays gated after playback stops (room echo tail) */
-    echoTailMs: z._default(z.coerce.number().check(z.int(), z.minimum(0), z.maximum(2_000)), 200),
+    echoTailMs: z._default(z.coercedInt(0, 2_000), 200),
   }), {}),
   mixer: z.prefault(z.object({
     /** ALSA card for amixer (-c / -D), e.g. "default", "0", "Headphones" */
-    card: z._default(z.string().check(z.minLength(1)), 'default'),
+    card: z._default(z.nonEmpty(), 'default'),
     /** simple control, e.g. "Master", "PCM", "Speaker"; unset = found automatically */
-    control: z.optional(z.string().check(z.minLength(1))),
+    control: z.optional(z.nonEmpty()),
   }), {}),
   log: z.prefault(z.object({ level: z._default(LogLevel, 'info') }), {}),
   paths: z.prefault(z.object({
     /** where the identity (client id + secret) lives; default $STATE_DIRECTORY or ~/.local/state/speaker-agent */
-    stateDir: z.optional(z.string().check(z.minLength(1))),
+    stateDir: z.optional(z.nonEmpty()),
   }), {}),
   reconnect: z.prefault(z.object({
-    initialDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(10)), 250),
-    maxDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(100)), 30_000),
+    initialDelayMs: z._default(z.coercedInt(10), 250),
+    maxDelayMs: z._default(z.coercedInt(100), 30_000),
     /** wait after the server rejected our credentials (401/404): retrying fast cannot help */
-    authRejectedDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(1_000)), 60_000),
+    authRejectedDelayMs: z._default(z.coercedInt(1_000), 60_000),
     /** a failure streak younger than this retries at most every fastRetryMaxDelayMs (server restarts) */
-    fastRetryWindowMs: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 20_000),
-    fastRetryMaxDelayMs: z._default(z.coerce.number().check(z.int(), z.minimum(10)), 1_000),
+    fastRetryWindowMs: z._default(z.coercedInt(0), 20_000),
+    fastRetryMaxDelayMs: z._default(z.coercedInt(10), 1_000),
     /** a call up this long resets the backoff */
-    stableAfterMs: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 10_000),
+    stableAfterMs: z._default(z.coercedInt(0), 10_000),
   }), {}),
   call: z.prefault(z.object({
     /** no RTP, RTCP or data-channel message for this long = the peer is gone */
-    livenessTimeoutMs: z._default(z.coerce.number().check(z.int(), z.minimum(500), z.maximum(60_000)), 5_000),
+    livenessTimeoutMs: z._default(z.coercedInt(500, 60_000), 5_000),
     /** session + SDP exchange + ICE/DTLS must finish within this */
-    connectTimeoutMs: z._default(z.coerce.number().check(z.int(), z.minimum(1_000), z.maximum(120_000)), 15_000),
+    connectTimeoutMs: z._default(z.coercedInt(1_000, 120_000), 15_000),
     /** gather 127.0.0.1 as an ICE host candidate: auto = when the server URL is loopback */
     loopbackCandidates: z._default(z.enum(['auto', 'always', 'never']), 'auto'),
   }), {}),

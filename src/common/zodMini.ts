@@ -8,3 +8,16 @@ import en from 'zod/v4/locales/en.js';
 z.config(en());
 
 export * from 'zod/mini';
+
+// Shapes both settings schemas use (agent and companion server).
+
+/** A whole number, also from a string (environment variables), within [min, max]. */
+export function coercedInt(min: number, max?: number) {
+  const n = z.coerce.number();
+  return max === undefined ? n.check(z.int(), z.minimum(min)) : n.check(z.int(), z.minimum(min), z.maximum(max));
+}
+
+/** A string of at least one character. */
+export function nonEmpty() {
+  return z.string().check(z.minLength(1));
+}

@@ -8,31 +8,29 @@ import { setPath } from '../common/setPath.js';
 
 // zod/mini, as the agent's schemas (src/common/zodMini.ts): one zod flavour in the bundle keeps the agent's chunk
 // small (classic zod anywhere would put all of zod's core and locales in a chunk the agent shares).
-const int = (min: number, max: number) => z.coerce.number().check(z.int(), z.minimum(min), z.maximum(max));
-const nonEmpty = () => z.string().check(z.minLength(1));
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 const IceServerSchema = z.object({
-  urls: z.array(nonEmpty()).check(z.minLength(1)),
+  urls: z.array(z.nonEmpty()).check(z.minLength(1)),
   username: z._default(z.string(), ''),
   credential: z._default(z.string(), ''),
 });
 
 export const CompanionSettingsSchema = z.object({
   /** interface to listen on; 127.0.0.1 keeps the server local, 0.0.0.0 serves the LAN */
-  host: z._default(nonEmpty(), '127.0.0.1'),
+  host: z._default(z.nonEmpty(), '127.0.0.1'),
   /** TCP port; 0 = an ephemeral port (tests) */
-  port: z._default(int(0, 65_535), 8787),
+  port: z._default(z.coercedInt(0, 65_535), 8787),
   /** SQLite database, audio files and keys live here */
-  dataDir: z._default(nonEmpty(), () => defaultDataDir()),
+  dataDir: z._default(z.nonEmpty(), () => defaultDataDir()),
   /** base of signed audio URLs as devices reach the server (e.g. http://speaker-hub.local:8787);
    *  unset = http://<host>:<listening port> */
   publicUrl: z.optional(z.url({ protocol: /^https?$/ })),
   /** lifetime of signed audio URLs (expires_in) */
-  signedUrlTtlSeconds: z._default(int(1, 86_400), 300),
+  signedUrlTtlSeconds: z._default(z.coercedInt(1, 86_400), 300),
   /** largest accepted clone upload (and JSON body); bigger requests get 413 PAYLOAD_TOO_LARGE */
-  maxUploadBytes: z._default(int(1024, 512 * 1024 * 1024), 20 * 1024 * 1024),
+  maxUploadBytes: z._default(z.coercedInt(1024, 512 * 1024 * 1024), 20 * 1024 * 1024),
   /** open: a new client id with a valid workspace key enrolls its secret (trust on first use);
    *  closed: only clients already known (enrolled earlier, or re-enabled by `client reset`) are accepted */
   enrollment: z._default(z.enum(['open', 'closed']), 'open'),
@@ -44,7 +42,7 @@ export const CompanionSettingsSchema = z.object({
         z.object({
           baseUrl: z._default(z.string(), ''),
           apiKey: z.optional(z.string()),
-          timeoutMs: z._default(int(100, 600_000), 60_000),
+          timeoutMs: z._default(z.coercedInt(100, 600_000), 60_000),
         }),
         {},
       ),
@@ -58,18 +56,18 @@ export const CompanionSettingsSchema = z.object({
       /** which assistant transcript event names the server emits (spec section 6: both exist) */
       transcriptFamily: z._default(z.enum(['ga', 'legacy']), 'ga'),
       /** simultaneous calls the server accepts */
-      maxCalls: z._default(int(1, 64), 4),
+      maxCalls: z._default(z.coercedInt(1, 64), 4),
       /** a call without media or data-channel traffic for this long is closed */
-      idleTimeoutMs: z._default(int(1_000, 3_600_000), 60_000),
+      idleTimeoutMs: z._default(z.coercedInt(1_000, 3_600_000), 60_000),
       /** a call whose ICE/DTLS never completes is closed after this long */
-      connectTimeoutMs: z._default(int(1_000, 120_000), 15_000),
+      connectTimeoutMs: z._default(z.coercedInt(1_000, 120_000), 15_000),
       /** gather 127.0.0.1 as a host candidate (werift skips loopback); 'auto' = when host is a loopback address */
       loopbackCandidates: z._default(z.enum(['auto', 'on', 'off']), 'auto'),
       /** silence after the user's last word before the turn ends */
-      vadHangoverMs: z._default(int(100, 3_000), 300),
+      vadHangoverMs: z._default(z.coercedInt(100, 3_000), 300),
       /** the assistant's espeak-ng voice */
       voice: z.prefault(
-        z.object({ language: z._default(nonEmpty(), 'en-us'), variant: z.optional(z.string()), rate: z.optional(int(80, 450)) }),
+        z.object({ language: z._default(z.nonEmpty(), 'en-us'), variant: z.optional(z.string()), rate: z.optional(z.coercedInt(80, 450)) }),
         {},
       ),
       brain: z.prefault(

@@ -12,8 +12,8 @@ const base = { event_id: z.optional(z.string()) };
 export const FunctionCallItem = z.object({
   type: z.literal('function_call'),
   id: z.string(),
-  call_id: z.string().check(z.minLength(1)),
-  name: z.string().check(z.minLength(1)),
+  call_id: z.nonEmpty(),
+  name: z.nonEmpty(),
   arguments: z.string(),
   status: z.optional(z.string()),
 });
@@ -45,7 +45,7 @@ export type ServerEventOf<T extends ServerEventType> = Extract<ServerEvent, { ty
 
 export const FunctionCallOutputItem = z.object({
   type: z.literal('function_call_output'),
-  call_id: z.string().check(z.minLength(1)),
+  call_id: z.nonEmpty(),
   output: z.string(),
 });
 
