@@ -115,6 +115,13 @@ export class ServiceClient {
         res.on('end', () => {
           const buf = Buffer.concat(chunks);
           const status = res.statusCode ?? 0;
+          // Redirects are not followed (a POST with the device's secret should not wander): say where to point.
+          const location = res.headers.location;
+          if (status >= 300 && status < 400 && location) {
+            const to = new URL(location, url).href;
+            done(new AgentError('protocol', `${this.base} (${method} ${path}) redirects to ${to}: set server.url to the service's final address`, { status }));
+            return;
+          }
           done(undefined, { ok: status >= 200 && status < 300, status, headers: res.headers, body: buf, text: () => buf.toString('utf8') });
         });
       });

@@ -146,4 +146,13 @@ describe('ServiceClient', () => {
     expect((await c.createSession()).id).toMatch(/^sess_/);
     expect(await failure(c.exchangeSdp('hello'))).toMatchObject({ code: 'protocol', serverCode: 'invalid_sdp' });
   });
+
+  it('a redirect is not followed: a protocol error that names where to point server.url', async () => {
+    const url = await serve((req, res) => res.writeHead(301, { location: 'https://voice.example.com/v1/realtime/sessions' }).end());
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    const e = await failure(c.createSession());
+    expect(e).toMatchObject({ code: 'protocol', status: 301 });
+    expect(e.message).toContain('redirects to https://voice.example.com/v1/realtime/sessions');
+    expect(e.message).toContain('server.url');
+  });
 });
