@@ -4,6 +4,12 @@
 #   - sink "mic_in" + source "mic" (remapped from mic_in.monitor): `paplay -d mic_in file.wav` speaks into the mic
 # ALSA clients (PortAudio, amixer) reach it through Debian's /etc/alsa/conf.d/99-pulse.conf.
 #
+# A null sink with no low-latency client renders silence in 2 s blocks and cannot rewind the rest of a block
+# when a stream arrives: a new playback stream then waits up to 2 s. PortAudio over the ALSA pulse plugin makes
+# a new stream at every start and after every underrun (snd_pcm_prepare), so the speaker went quiet for ~1.9 s
+# after each underrun. A real card rewinds; to behave like one, a 20 ms loopback from the speaker's monitor into
+# a "discard" sink keeps "speaker" rendering in small blocks. (test/agent/audio/resilientDevice.test.ts)
+#
 # usage: virtual-audio.sh start|stop|env      (prints `export PULSE_SERVER=...` lines for eval)
 set -euo pipefail
 DIR=${SPEAKER_AGENT_PULSE_DIR:-/tmp/speaker-agent-pulse}
@@ -16,8 +22,24 @@ env_lines() {
 
 running() { [ -S "$SOCK" ] && PULSE_SERVER="unix:$SOCK" pactl info >/dev/null 2>&1; }
 
+# The speaker's keep-alive (see the top); also added to a card started by an older version of this script.
+keep_speaker_fast() {
+  local mods
+  mods=$(PULSE_SERVER="unix:$SOCK" pactl list short modules)
+  grep -q "sink_name=discard" <<<"$mods" ||
+    PULSE_SERVER="unix:$SOCK" pactl load-module module-null-sink sink_name=discard rate=48000 \
+      sink_properties=device.description=Discard >/dev/null
+  if ! grep -q "sink=discard" <<<"$mods"; then
+    PULSE_SERVER="unix:$SOCK" pactl load-module module-loopback source=speaker.monitor sink=discard \
+      latency_msec=20 source_dont_move=true sink_dont_move=true >/dev/null
+    # the block the sink was already in ends now (a resumed null sink starts its next block at once)
+    PULSE_SERVER="unix:$SOCK" pactl suspend-sink speaker 1
+    PULSE_SERVER="unix:$SOCK" pactl suspend-sink speaker 0
+  fi
+}
+
 start() {
-  if running; then env_lines; return 0; fi
+  if running; then keep_speaker_fast; env_lines; return 0; fi
   command -v pulseaudio >/dev/null || { echo "pulseaudio is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
   mkdir -p "$DIR/runtime" "$DIR/state"
   chmod 700 "$DIR/runtime"
@@ -33,7 +55,7 @@ PA
   XDG_RUNTIME_DIR="$DIR/runtime" HOME="$DIR/state" PULSE_STATE_PATH="$DIR/state" \
     pulseaudio --daemonize=yes --exit-idle-time=-1 --disallow-exit=no -n --file="$DIR/default.pa" \
       --log-target=file:"$DIR/pulse.log" --use-pid-file=yes --system=no 2>>"$DIR/pulse.log" || true
-  for _ in $(seq 1 50); do running && { env_lines; return 0; }; sleep 0.1; done
+  for _ in $(seq 1 50); do running && { keep_speaker_fast; env_lines; return 0; }; sleep 0.1; done
   echo "PulseAudio did not start; see $DIR/pulse.log" >&2
   tail -20 "$DIR/pulse.log" >&2 || true
   exit 1

@@ -11,9 +11,8 @@
 //   the callback never waits on JS), and reports what it consumed: onHanded fires per frame handed to ALSA,
 //   which paces the downlink by the card's clock. A full ring drops its oldest frame (latency stays bounded).
 // - A failed device (unplugged card, sound server gone) does not always raise an error: the callbacks just
-//   stop. So does a playback stream of the PulseAudio/PipeWire ALSA plugin after an underrun (a busy board:
-//   PATCHES.md item 10). A watchdog turns "no callback for stallMs" into an AudioDeviceError('device_failed') so
-//   resilientDevice.ts reopens it.
+//   stop (PATCHES.md item 10). A watchdog turns "no callback for stallMs" into an
+//   AudioDeviceError('device_failed') so resilientDevice.ts reopens it.
 // - PortAudio/ALSA print ~160 probe lines on stderr at first use on a machine without cards (fewer on a real
 //   board). quietNativeStderr() hides them during enumeration and opening (see below).
 import { createRequire } from 'node:module';
@@ -64,9 +63,10 @@ export interface PortAudioOptions {
    */
   captureFramesPerBuffer?: number;
   /**
-   * No audio callback for this long means the stream stalled (it is reopened). Default 500 ms: a playback
-   * stream of the PulseAudio/PipeWire ALSA plugin never calls back again after an underrun (vendored
-   * naudiodon2, PATCHES.md item 10), and every ms of it is the assistant not heard.
+   * No audio callback for this long means the stream stalled (it is reopened). Default 500 ms: a sound
+   * server's stream that was killed, or a card that went away, may never call back again (vendored naudiodon2,
+   * PATCHES.md item 10), and every ms of it is the assistant not heard. An underrun is not a stall: PortAudio
+   * recovers it within a period or two.
    */
   stallMs?: number;
   /** Playback frames queued beyond which the oldest are dropped (keeps latency bounded). Default 10 (200 ms). */
