@@ -2,10 +2,10 @@
 // announces every stream it opens ("Input device name is ...") and reports xruns ("output underflow") at any
 // time, which would corrupt `--json` output and the JSON log lines journald reads from stdout. At start-up
 // the process's file descriptor 1 is pointed at stderr (where such diagnostics belong) and the CLI and the
-// logger write to a duplicate of the original stdout instead. Uses libc dup/dup2 through koffi (a dependency
-// already); where that fails, everything stays on fd 1 as before.
+// logger write to a duplicate of the original stdout instead. Uses dup/dup2 from our addon vendor/speaker-sys;
+// where that fails, everything stays on fd 1 as before.
 import { createRequire } from 'node:module';
-import { writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import tty from 'node:tty';
 
 let outFd = 1;
@@ -13,16 +13,17 @@ let outFd = 1;
 export function isolateNativeStdout(): void {
   if (outFd !== 1) return;
   try {
-    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
-    const lib = koffi.load('libc.so.6');
-    const dup = lib.func('int dup(int)') as (fd: number) => number;
-    const dup2 = lib.func('int dup2(int, int)') as (a: number, b: number) => number;
-    const fd = dup(1);
-    if (fd < 0) return;
-    if (dup2(2, 1) < 0) return;
+    const sys = createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys');
+    const fd = sys.dup(1);
+    try {
+      sys.dup2(2, 1);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
     outFd = fd;
   } catch {
-    /* not glibc or koffi missing: native lines may interleave with stdout */
+    /* the addon missing, or no fd 1/2: native lines may interleave with stdout */
   }
 }
 

@@ -5,15 +5,13 @@
 //  - `systemd-notify` (the CLI) sends from its own PID: systemd drops it unless NotifyAccess=all, and even then
 //    it may attribute the message to the wrong unit once the child has exited (a known race). Wrong for us.
 //  - npm `sd-notify` / `notify` are native addons built against libsystemd (unmaintained, need libsystemd-dev).
-//  - koffi (already a dependency, prebuilt for arm64/armhf/x86-64) calls libc socket()/sendto() directly:
-//    no build, no new package, ~30 ms to load, and the message comes from the main PID. Chosen.
+//  - koffi (a general FFI, used by the companion) calling socket()/sendto(): worked, but cost the daemon ~3.4 MB
+//    of resident memory for this and two dup calls.
+//  - our own addon, vendor/speaker-sys: one C function (socket, sendto with MSG_DONTWAIT, close), built by
+//    `npm ci` with no dependency. Chosen.
 import { createRequire } from 'node:module';
 
 const AF_UNIX = 1;
-const SOCK_DGRAM = 2; // Linux on x86, ARM (MIPS differs, not a target)
-const SOCK_CLOEXEC = 0o2000000;
-const MSG_DONTWAIT = 0x40; // never block the event loop if systemd is slow to read
-const MSG_NOSIGNAL = 0x4000;
 const SUN_PATH_MAX = 108;
 
 export class SdNotifyError extends Error {
@@ -26,26 +24,18 @@ export class SdNotifyError extends Error {
   }
 }
 
-interface LibC {
-  socket(domain: number, type: number, protocol: number): number;
-  sendto(fd: number, buf: Buffer, len: number, flags: number, addr: Buffer, addrLen: number): number;
-  close(fd: number): number;
-  errno(): number;
-}
+type SendDatagram = (addr: Buffer, addrLen: number, message: Buffer) => number;
 
-let libc: LibC | undefined;
-function loadLibc(): LibC {
-  if (libc) return libc;
-  // koffi is CommonJS; createRequire keeps this module loadable where koffi is absent until first use.
-  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
-  const lib = koffi.load('libc.so.6');
-  libc = {
-    socket: lib.func('int socket(int domain, int type, int protocol)'),
-    sendto: lib.func('intptr_t sendto(int fd, const void *buf, size_t len, int flags, const void *addr, uint32_t addrlen)'),
-    close: lib.func('int close(int fd)'),
-    errno: () => koffi.errno(),
-  } as LibC;
-  return libc;
+let sendDatagram: SendDatagram | undefined;
+function loadSendDatagram(): SendDatagram {
+  if (sendDatagram) return sendDatagram;
+  try {
+    // CommonJS addon; createRequire keeps this module loadable where the addon is absent until first use.
+    sendDatagram = (createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys')).sendDatagram;
+  } catch (err) {
+    throw new SdNotifyError(`the speaker-sys addon could not be loaded (reinstall with npm ci): ${(err as Error).message}`, err);
+  }
+  return sendDatagram;
 }
 
 /** Encodes $NOTIFY_SOCKET as a struct sockaddr_un: a path, or an abstract name when it starts with '@'. */
@@ -96,19 +86,17 @@ export function createSdNotifier(env: NodeJS.ProcessEnv = process.env, opts: SdN
   if (!socketPath) return disabledNotifier;
 
   const { addr, len } = sockaddrUn(socketPath);
-  const c = loadLibc();
-  let fd = c.socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw new SdNotifyError(`socket(AF_UNIX, SOCK_DGRAM) failed, errno ${c.errno()}`);
+  const send = loadSendDatagram();
+  let closed = false;
   let reported = false;
 
   const notify = (state: string): boolean => {
-    if (fd < 0) return false;
-    const msg = Buffer.from(state, 'utf8');
-    const n = c.sendto(fd, msg, msg.length, MSG_DONTWAIT | MSG_NOSIGNAL, addr, len);
-    if (n < 0) {
+    if (closed) return false;
+    const err = send(addr, len, Buffer.from(state, 'utf8'));
+    if (err < 0) {
       if (!reported) {
         reported = true;
-        opts.onError?.(new SdNotifyError(`sd_notify to ${socketPath} failed, errno ${c.errno()}`));
+        opts.onError?.(new SdNotifyError(`sd_notify to ${socketPath} failed, errno ${-err}`));
       }
       return false;
     }
@@ -123,8 +111,7 @@ export function createSdNotifier(env: NodeJS.ProcessEnv = process.env, opts: SdN
     stopping: (status) => notify(status ? `STOPPING=1\nSTATUS=${oneLine(status)}` : 'STOPPING=1'),
     status: (text) => notify(`STATUS=${oneLine(text)}`),
     close: () => {
-      if (fd >= 0) c.close(fd);
-      fd = -1;
+      closed = true;
     },
   };
 }

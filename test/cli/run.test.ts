@@ -3,7 +3,7 @@
 // companion server sees the peer go and the process exits 0 after STOPPING=1. And the README's first
 // command: `run --demo` with no server configured and a scripted user.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,6 +69,11 @@ describe('speaker-agent run (daemon)', () => {
       expect(human.stdout).toMatch(/^call:\s+connected/m);
       expect(human.stdout).toContain(`client id:   ${enrolled.clientId}`);
       expect(rx.messages.some((m) => m.startsWith('STATUS=call connected'))).toBe(true);
+      // Regression (#4, idle memory): the daemon loaded koffi, a general FFI (~3.4 MB resident), for sd_notify
+      // and two dup calls; those are now in vendor/speaker-sys, and the daemon maps no koffi at all.
+      const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
+      expect(maps).toMatch(/speaker_sys\.node/);
+      expect(maps).not.toMatch(/koffi/);
 
       // journald gets JSON lines only (native printf output is kept off stdout)
       for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();

@@ -1,0 +1,6 @@
+/** A copy of fd (close-on-exec, numbered 3 or above); throws an Error with code EBADF/EMFILE/... */
+export function dup(fd: number): number;
+/** Makes `to` refer to what `from` refers to; throws an Error with code EBADF/... */
+export function dup2(from: number, to: number): void;
+/** Sends one AF_UNIX datagram without blocking (sd_notify). 0, or -errno when it was not sent. */
+export function sendDatagram(addr: Buffer, addrLen: number, message: Buffer): number;

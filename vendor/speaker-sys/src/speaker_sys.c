@@ -1,0 +1,107 @@
+// The system calls the agent needs and Node does not offer (see README.md):
+//   dup(fd) -> new fd                     dup2(from, to)
+//   sendDatagram(addr: Buffer, addrLen, message: Buffer) -> 0 or -errno
+// dup/dup2 point the process's stdout/stderr elsewhere around native libraries that print (ALSA, PortAudio);
+// sendDatagram sends one AF_UNIX datagram (sd_notify) from the main PID without blocking. Errors of dup/dup2
+// throw an Error with `code` set to the errno name; sendDatagram returns -errno (a lost notification is
+// reported by the caller, never thrown).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <node_api.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static napi_value throw_errno(napi_env env, const char* what, int err) {
+  napi_value msg, code, error;
+  char text[160];
+  snprintf(text, sizeof text, "%s: %s", what, strerror(err));
+  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &msg);
+  const char* name = err == EBADF ? "EBADF" : err == EMFILE ? "EMFILE" : err == EINVAL ? "EINVAL" : "EIO";
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_error(env, code, msg, &error);
+  napi_throw(env, error);
+  return NULL;
+}
+
+static int int_arg(napi_env env, napi_value v, int32_t* out) {
+  napi_valuetype t;
+  return napi_typeof(env, v, &t) == napi_ok && t == napi_number && napi_get_value_int32(env, v, out) == napi_ok;
+}
+
+static napi_value Dup(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], result;
+  int32_t fd;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || !int_arg(env, argv[0], &fd)) {
+    napi_throw_type_error(env, NULL, "dup(fd) expects a file descriptor number");
+    return NULL;
+  }
+  int r = fcntl(fd, F_DUPFD_CLOEXEC, 3);  // close-on-exec: children must not inherit the saved copy
+  if (r < 0) return throw_errno(env, "dup", errno);
+  napi_create_int32(env, r, &result);
+  return result;
+}
+
+static napi_value Dup2(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  int32_t from, to;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 || !int_arg(env, argv[0], &from) ||
+      !int_arg(env, argv[1], &to)) {
+    napi_throw_type_error(env, NULL, "dup2(from, to) expects two file descriptor numbers");
+    return NULL;
+  }
+  int r;
+  do r = dup2(from, to); while (r < 0 && errno == EINTR);
+  if (r < 0) return throw_errno(env, "dup2", errno);
+  return NULL;
+}
+
+static napi_value SendDatagram(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], result;
+  void *addr, *msg;
+  size_t addrCap, msgLen;
+  int32_t addrLen;
+  bool isBuf1 = false, isBuf2 = false;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3 ||
+      napi_is_buffer(env, argv[0], &isBuf1) != napi_ok || !isBuf1 || !int_arg(env, argv[1], &addrLen) ||
+      napi_is_buffer(env, argv[2], &isBuf2) != napi_ok || !isBuf2 ||
+      napi_get_buffer_info(env, argv[0], &addr, &addrCap) != napi_ok ||
+      napi_get_buffer_info(env, argv[2], &msg, &msgLen) != napi_ok) {
+    napi_throw_type_error(env, NULL, "sendDatagram(addr: Buffer, addrLen: number, message: Buffer)");
+    return NULL;
+  }
+  if (addrLen < (int32_t)sizeof(sa_family_t) + 1 || (size_t)addrLen > addrCap || (size_t)addrLen > sizeof(struct sockaddr_un)) {
+    napi_throw_range_error(env, NULL, "sendDatagram: addrLen out of range for a sockaddr_un");
+    return NULL;
+  }
+  int err = 0;
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    err = errno;
+  } else {
+    ssize_t n;
+    // MSG_DONTWAIT: never block the event loop on a slow reader; MSG_NOSIGNAL: no SIGPIPE.
+    do n = sendto(fd, msg, msgLen, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr*)addr, (socklen_t)addrLen);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) err = errno;
+    close(fd);
+  }
+  napi_create_int32(env, -err, &result);
+  return result;
+}
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor props[] = {
+      {"dup", NULL, Dup, NULL, NULL, NULL, napi_default, NULL},
+      {"dup2", NULL, Dup2, NULL, NULL, NULL, napi_default, NULL},
+      {"sendDatagram", NULL, SendDatagram, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}
