@@ -155,21 +155,35 @@ describe('PortAudioBackend', () => {
     }
   });
 
-  it('regression: device probing left every ALSA plugin loaded (a52 -> libavcodec, ~10 MB); only the one in use stays mapped', async () => {
+  it('regression: device probing loaded every ALSA plugin (a52 -> libavcodec, ~10 MB); unused PCMs are not probed, and only the plugin in use stays mapped', async () => {
     const mapped = (re: RegExp) => [...new Set(readFileSync('/proc/self/maps', 'utf8').split('\n').map((l) => re.exec(l)?.[1]).filter(Boolean))].sort();
     const plugins = () => mapped(/alsa-lib\/libasound_module_(\w+)\.so/);
-    // With the release switched off, PortAudio's probing leaves the plugins of every PCM in the ALSA
-    // configuration loaded for as long as a stream is open (libasound2-plugins: a52, upmix, speex, ...): what
-    // this test would see without the fix.
-    process.env.NAUDIODON_KEEP_ALSA_PLUGINS = '1';
-    try {
+    // Without the PCMs pruned from the probe (PATCHES.md item 12), the plugins PortAudio probes are:
+    const probeAll = async () => {
       const probe = backend.openCapture('default');
       await probe.start(() => undefined);
-      expect(plugins()).toEqual(expect.arrayContaining(['pcm_a52', 'pcm_pulse']));
-      expect(mapped(/\/(libavcodec)\.so/)).toEqual(['libavcodec']);
+      const loaded = { plugins: plugins(), avcodec: mapped(/\/(libavcodec)\.so/) };
       await probe.stop();
+      return loaded;
+    };
+    // Regression (item 12): the encoder/converter PCMs of libasound2-plugins are not even probed, so nothing
+    // they link (libavcodec -> x265, glib: not unloadable) is ever loaded.
+    process.env.NAUDIODON_KEEP_ALSA_PLUGINS = '1';
+    try {
+      const pruned = await probeAll();
+      expect(pruned.plugins).toContain('pcm_pulse');
+      expect(pruned.plugins.filter((p) => /^pcm_(a52|jack|oss|upmix|vdownmix|usb_stream|speex)$/.test(p))).toEqual([]);
+      expect(pruned.avcodec).toEqual([]);
+      expect(mapped(/\/(libx265)\.so/)).toEqual([]);
+      // With the release switched off and everything probed, every PCM's plugin stays loaded for as long as a
+      // stream is open (libasound2-plugins: a52, upmix, speex, ...): what this test would see without the fixes.
+      process.env.NAUDIODON_PROBE_ALL_ALSA_PCMS = '1';
+      const all = await probeAll();
+      expect(all.plugins).toEqual(expect.arrayContaining(['pcm_a52', 'pcm_pulse']));
+      expect(all.avcodec).toEqual(['libavcodec']);
     } finally {
       delete process.env.NAUDIODON_KEEP_ALSA_PLUGINS;
+      delete process.env.NAUDIODON_PROBE_ALL_ALSA_PCMS;
     }
 
     const cap = backend.openCapture('default');

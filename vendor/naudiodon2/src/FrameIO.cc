@@ -18,6 +18,7 @@
 //   stats() -> { droppedChunks, droppedBytes, starvedCallbacks }
 //   msSinceCallback() -> ms since the audio callback last ran (since start() before the first one): the stall
 //   watchdog reads the audio thread's own clock, so a busy event loop is never mistaken for a stalled device.
+#include "AlsaProbeList.h"
 #include <node_api.h>
 #include <chrono>
 #include <portaudio.h>
@@ -240,6 +241,7 @@ napi_value Construct(napi_env env, napi_callback_info info) {
   }
 
   std::lock_guard<std::recursive_mutex> paGuard(paLock());  // held until the stream is open (or cleaned up)
+  pruneAlsaProbeList();  // speaker-agent: AlsaProbeList.h
   PaError err = Pa_Initialize();
   if (err != paNoError) {
     delete io;

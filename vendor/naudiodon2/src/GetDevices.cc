@@ -13,6 +13,7 @@
   limitations under the License.
 */
 
+#include "AlsaProbeList.h"
 #include "GetDevices.h"
 #include "naudiodonUtil.h"
 #include <portaudio.h>
@@ -27,6 +28,7 @@ napi_value getDevices(napi_env env, napi_callback_info info) {
   uint32_t numDevices;
   std::lock_guard<std::recursive_mutex> paGuard(paLock());  // speaker-agent: PaLock.h
 
+  pruneAlsaProbeList();  // speaker-agent: AlsaProbeList.h
   PaError errCode = Pa_Initialize();
   if (errCode != paNoError)
     NAPI_THROW_ERROR((std::string("Could not initialize PortAudio: ") + Pa_GetErrorText(errCode)).c_str());
