@@ -172,7 +172,7 @@ describe('PortAudioBackend', () => {
     try {
       const pruned = await probeAll();
       expect(pruned.plugins).toContain('pcm_pulse');
-      expect(pruned.plugins.filter((p) => /^pcm_(a52|jack|oss|upmix|vdownmix|usb_stream|speex)$/.test(p))).toEqual([]);
+      expect(pruned.plugins.filter((p) => /^pcm_(a52|jack|oss|upmix|vdownmix|usb_stream|speex)$/.test(String(p)))).toEqual([]);
       expect(pruned.avcodec).toEqual([]);
       expect(mapped(/\/(libx265)\.so/)).toEqual([]);
       // With the release switched off and everything probed, every PCM's plugin stays loaded for as long as a
