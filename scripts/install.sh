@@ -97,7 +97,7 @@ case "$(uname -m)" in
   aarch64|arm64|armv7l|armv6l|x86_64) ;;
   *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
 esac
-PKGS=(alsa-utils libasound2-plugins libportaudio2 portaudio19-dev libespeak-ng1 espeak-ng-data
+PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libespeak-ng1 espeak-ng-data
       libpocketsphinx3 pocketsphinx-en-us ffmpeg python3 make g++ ca-certificates)
 missing=()
 for p in "${PKGS[@]}"; do

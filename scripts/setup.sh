@@ -16,11 +16,12 @@ for a in "$@"; do
   esac
 done
 
-# Runtime: ALSA tools and plugins, PortAudio (the audio addon links Debian's, see vendor/naudiodon2/PATCHES.md),
+# Runtime: ALSA tools and plugins, PortAudio (the audio addon links Debian's static libportaudio.a from
+# portaudio19-dev, with libasound2-dev: see vendor/naudiodon2/PATCHES.md),
 # offline speech (espeak-ng synthesis, pocketsphinx recognition), ffmpeg (uploads), PulseAudio (virtual devices
 # on machines without a sound card), flite (the voice of the scripted user on the virtual sound card).
 # Build: compilers for the native addons (opus, better-sqlite3, naudiodon2).
-PKGS=(alsa-utils libasound2-plugins libportaudio2 portaudio19-dev
+PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev
       libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg
       pulseaudio pulseaudio-utils flite
       python3 make g++ ca-certificates)

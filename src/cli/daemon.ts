@@ -1,9 +1,11 @@
 // The daemon around a SpeakerAgent: systemd notification (READY once running, WATCHDOG pings from the
 // main loop while it is healthy, STOPPING on shutdown), the status socket, and a clean, bounded shutdown on
-// SIGTERM/SIGINT (the call is closed so the server sees the peer go; the process is gone within 2 s).
+// SIGTERM/SIGINT (the call is closed so the server sees the peer go; the process is gone within 2 s), and the
+// memory keeper (src/common/memoryKeeper.ts) that keeps the resident memory of a day-long call flat.
 import type { SpeakerAgent } from '../agent/agent.js';
 import { startStatusServer, type StatusServer } from '../agent/statusServer.js';
 import type { Logger } from '../common/logger.js';
+import { startMemoryKeeper, type MemoryKeeper } from '../common/memoryKeeper.js';
 import { createSdNotifier, startWatchdog, type SdNotifier } from '../common/sdNotify.js';
 import type { DaemonStatus } from './daemonStatus.js';
 
@@ -36,6 +38,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   const t0 = performance.now();
   let watchdog: { stop(): void; readonly pings: number } | undefined;
   let statusServer: StatusServer | undefined;
+  let memoryKeeper: MemoryKeeper | undefined;
 
   const snapshot = (): DaemonStatus => ({
     ...o.agent.snapshot(),
@@ -58,6 +61,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
       log.info({ reason }, 'shutting down');
       notifier.stopping(`stopping: ${reason}`);
       watchdog?.stop();
+      memoryKeeper?.stop();
       // A stuck close must not keep systemd waiting: exit anyway at the deadline.
       const deadline = setTimeout(() => {
         log.error({ afterMs: STOP_DEADLINE_MS }, 'shutdown took too long; exiting now');
@@ -95,6 +99,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   notifier.ready(`running; connecting to ${o.agent.snapshot().server}`);
   log.info({ readyMs: Math.round(readyMs), statusSocket: statusServer.socketPath, systemd: notifier.enabled }, 'agent running');
 
+  memoryKeeper = startMemoryKeeper({ logger: log });
   if (notifier.watchdogIntervalMs) {
     watchdog = startWatchdog(notifier, {
       intervalMs: notifier.watchdogIntervalMs,

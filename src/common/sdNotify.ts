@@ -5,8 +5,8 @@
 //  - `systemd-notify` (the CLI) sends from its own PID: systemd drops it unless NotifyAccess=all, and even then
 //    it may attribute the message to the wrong unit once the child has exited (a known race). Wrong for us.
 //  - npm `sd-notify` / `notify` are native addons built against libsystemd (unmaintained, need libsystemd-dev).
-//  - koffi (a general FFI, used by the companion) calling socket()/sendto(): worked, but cost the daemon ~3.4 MB
-//    of resident memory for this and two dup calls.
+//  - koffi (a general FFI, used by the companion) calling socket()/sendto(): worked, but cost the daemon ~1.1 MB
+//    of resident memory for this and two dup calls (3.4 MB in a bare node; the daemon shared part of it).
 //  - our own addon, vendor/speaker-sys: one C function (socket, sendto with MSG_DONTWAIT, close), built by
 //    `npm ci` with no dependency. Chosen.
 import { createRequire } from 'node:module';

@@ -4,3 +4,7 @@ export function dup(fd: number): number;
 export function dup2(from: number, to: number): void;
 /** Sends one AF_UNIX datagram without blocking (sd_notify). 0, or -errno when it was not sent. */
 export function sendDatagram(addr: Buffer, addrLen: number, message: Buffer): number;
+/** glibc's malloc_trim(0): returns free memory inside malloc's arenas to the kernel; true when some was. */
+export function mallocTrim(): boolean;
+/** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap. */
+export function memoryPressure(): void;

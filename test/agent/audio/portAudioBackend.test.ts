@@ -201,6 +201,23 @@ describe('PortAudioBackend', () => {
     expect(plugins()).toEqual(['pcm_pulse']);
   });
 
+  it('regression: linking libportaudio.so loaded libjack and Berkeley DB (1.9 MB) into every agent; PortAudio is static, ALSA only', async () => {
+    const cap = backend.openCapture('default');
+    open.push(cap);
+    let frames = 0;
+    await cap.start(() => frames++);
+    await waitUntil(() => frames >= 3, 5000, 'three captured frames');
+    const libs = readFileSync('/proc/self/maps', 'utf8');
+    expect(libs).toMatch(/naudiodon\.node/); // the addon, with PortAudio inside it, is what captured
+    expect(libs).not.toMatch(/libportaudio\.so|libjack\.so|libdb-[\d.]+\.so/);
+    // The addon's own host API table (PATCHES.md item 13): ALSA only, so JACK's and OSS's code is not even linked.
+    const hostApis = new Set(backend.listDevices().map((d) => d.hostApi));
+    expect([...hostApis]).toEqual(['ALSA']);
+    const addon = readFileSync(createRequire(import.meta.url).resolve('naudiodon2/build/Release/naudiodon.node'));
+    expect(addon.includes('JACK Audio Connection Kit')).toBe(false); // pa_jack.o's host API name
+    expect(addon.includes('jack_client_open')).toBe(false);
+  });
+
   it('a device name that matches nothing gives device_missing listing the available devices', () => {
     let err: unknown;
     try {

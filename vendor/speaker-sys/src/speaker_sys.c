@@ -1,13 +1,19 @@
 // The system calls the agent needs and Node does not offer (see README.md):
 //   dup(fd) -> new fd                     dup2(from, to)
 //   sendDatagram(addr: Buffer, addrLen, message: Buffer) -> 0 or -errno
+//   mallocTrim() -> true when memory was returned to the kernel
+//   memoryPressure() -> undefined (src/v8_memory.cc: starts V8's incremental, memory-reducing mark-compact)
 // dup/dup2 point the process's stdout/stderr elsewhere around native libraries that print (ALSA, PortAudio);
 // sendDatagram sends one AF_UNIX datagram (sd_notify) from the main PID without blocking. Errors of dup/dup2
 // throw an Error with `code` set to the errno name; sendDatagram returns -errno (a lost notification is
-// reported by the caller, never thrown).
+// reported by the caller, never thrown). mallocTrim is glibc's malloc_trim(0): free memory inside malloc's arenas
+// (not only at their top) goes back to the kernel; elsewhere (musl) it does nothing and returns false.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <node_api.h>
 #include <string.h>
@@ -96,11 +102,26 @@ static napi_value SendDatagram(napi_env env, napi_callback_info info) {
   return result;
 }
 
+static napi_value MallocTrim(napi_env env, napi_callback_info info) {
+  (void)info;
+  int released = 0;
+#ifdef __GLIBC__
+  released = malloc_trim(0);
+#endif
+  napi_value result;
+  napi_get_boolean(env, released == 1, &result);
+  return result;
+}
+
+napi_value SpeakerSysMemoryPressure(napi_env env, napi_callback_info info); // src/v8_memory.cc
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"dup", NULL, Dup, NULL, NULL, NULL, napi_default, NULL},
       {"dup2", NULL, Dup2, NULL, NULL, NULL, napi_default, NULL},
       {"sendDatagram", NULL, SendDatagram, NULL, NULL, NULL, napi_default, NULL},
+      {"mallocTrim", NULL, MallocTrim, NULL, NULL, NULL, napi_default, NULL},
+      {"memoryPressure", NULL, SpeakerSysMemoryPressure, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -1,0 +1,114 @@
+// Keeps a long-running process's memory flat: every `intervalMs` it looks at the JS heap and, once that has
+// grown by `growthBytes` since the last full collection, asks V8 for one; on the next tick (the collection and
+// the release of the freed Buffers' memory to malloc are done by then) it hands malloc's free memory back to the
+// kernel (malloc_trim).
+//
+// Why: in a call the agent promotes short-lived objects (packets and their Buffers) into V8's old generation,
+// which V8 collects only after it has grown by several MB; glibc then keeps the Buffers' freed memory in holes
+// inside its arenas, returning only an arena's top by itself. Both showed as resident memory climbing through a
+// 10-minute call (issue #5: no growth). The collection is V8's incremental one (speaker-sys memoryPressure():
+// marking in small steps, a final pause of a few ms; the sound card buffers 60 ms), about once a minute in a call.
+import { createRequire } from 'node:module';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { Logger } from './logger.js';
+import { silentLogger } from './logger.js';
+
+export interface MemoryKeeperOptions {
+  /** how often the heap is looked at; default 10 s */
+  intervalMs?: number;
+  /** growth of the JS heap (used bytes) since the last full GC that triggers one; default 2 MB */
+  growthBytes?: number;
+  /** starts a full (mark-compact) GC, which may finish later; default: speaker-sys memoryPressure() (incremental),
+   *  else gc() (atomic, see exposeGc()) */
+  gc?: () => void;
+  /** returns free malloc memory to the kernel; default: speaker-sys mallocTrim (glibc), else nothing */
+  trim?: () => boolean;
+  /** used bytes of the JS heap; default v8.getHeapStatistics().used_heap_size */
+  heapUsed?: () => number;
+  logger?: Logger;
+}
+
+export interface MemoryKeeper {
+  stop(): void;
+  /** full GCs this keeper asked for */
+  readonly collections: number;
+  /** malloc_trim calls that returned memory */
+  readonly trims: number;
+}
+
+export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
+  const intervalMs = o.intervalMs ?? 10_000;
+  const growth = o.growthBytes ?? 2 * 1024 * 1024;
+  if (!(intervalMs > 0) || !(growth > 0)) throw new RangeError('memory keeper: intervalMs and growthBytes must be > 0');
+  const gc = o.gc ?? defaultGc();
+  const trim = o.trim ?? defaultTrim();
+  const heapUsed = o.heapUsed ?? (() => v8.getHeapStatistics().used_heap_size);
+  const log = o.logger ?? silentLogger;
+  let low = heapUsed(); // the heap's size after the last full GC, as near as we know it
+  let collecting = false; // a collection was asked for on the previous tick
+  let collections = 0;
+  let trims = 0;
+
+  const tick = () => {
+    const used = heapUsed();
+    if (collecting) {
+      // Incremental marking finishes within a second or two; what it left is the new baseline.
+      collecting = false;
+      low = used;
+      const released = trim();
+      if (released) trims++;
+      log.debug({ heapAfterMb: +(used / 1048576).toFixed(1), released }, 'memory keeper: collected');
+      return;
+    }
+    if (used < low) low = used; // V8 collected by itself
+    if (used - low < growth) return;
+    gc();
+    collections++;
+    collecting = true;
+  };
+  const timer = setInterval(tick, intervalMs);
+  timer.unref();
+  return {
+    stop: () => clearInterval(timer),
+    get collections() {
+      return collections;
+    },
+    get trims() {
+      return trims;
+    },
+  };
+}
+
+/**
+ * V8's gc() as a function (a full, atomic collection): `globalThis.gc` when node runs with --expose-gc, else made
+ * available the way jest's leak detector does it (the flag set at run time, read from a fresh context).
+ */
+export function exposeGc(): () => void {
+  const global = (globalThis as { gc?: () => void }).gc;
+  if (typeof global === 'function') return () => global();
+  v8.setFlagsFromString('--expose-gc');
+  const fn = runInNewContext('gc') as () => void;
+  v8.setFlagsFromString('--no-expose-gc');
+  return () => fn();
+}
+
+function defaultGc(): () => void {
+  try {
+    const { memoryPressure } = createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys');
+    if (typeof memoryPressure === 'function') return () => memoryPressure();
+  } catch {
+    /* no addon: the atomic gc() */
+  }
+  return exposeGc();
+}
+
+function defaultTrim(): () => boolean {
+  try {
+    const { mallocTrim } = createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys');
+    if (typeof mallocTrim === 'function') return () => mallocTrim();
+  } catch {
+    /* no addon: nothing to trim with */
+  }
+  return () => false;
+}
