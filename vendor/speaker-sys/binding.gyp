@@ -5,7 +5,8 @@
     {
       "target_name": "speaker_sys",
       "sources": ["src/speaker_sys.c", "src/v8_memory.cc"],
-      "cflags": ["-std=c11", "-Wall", "-Wextra"]
+      "cflags_c": ["-std=c11"],
+      "cflags": ["-Wall", "-Wextra"]
     }
   ]
 }

@@ -1,7 +1,7 @@
 // V8's memory-pressure notification, for which Node has no JavaScript API (used by src/common/memoryKeeper.ts).
 // At "moderate" pressure V8 starts an incremental mark-compact that also shrinks the heap: marking runs in small
-// steps between tasks and the final pause is a few ms. gc() from --expose-gc instead collects in one atomic pause
-// (15-20 ms on the development machine, several times that on a Pi), longer than a playback frame.
+// steps between tasks (pauses of 9-16 ms on the busy development machine). gc() from --expose-gc instead collects
+// in one atomic pause: 11-21 ms there, and 155 ms once under load, several times a playback frame.
 #include <node_api.h>
 #include <v8.h>
 
