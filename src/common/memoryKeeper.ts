@@ -94,22 +94,21 @@ export function exposeGc(): () => void {
   return () => fn();
 }
 
-function defaultGc(): () => void {
+/** speaker-sys (vendor/speaker-sys), or undefined where the addon is not built: the keeper then falls back. */
+function speakerSys(): typeof import('speaker-sys') | undefined {
   try {
-    const { memoryPressure } = createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys');
-    if (typeof memoryPressure === 'function') return () => memoryPressure();
+    return createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys');
   } catch {
-    /* no addon: the atomic gc() */
+    return undefined;
   }
-  return exposeGc();
+}
+
+function defaultGc(): () => void {
+  const sys = speakerSys();
+  return sys ? () => sys.memoryPressure() : exposeGc(); // incremental; else the atomic gc()
 }
 
 function defaultTrim(): () => boolean {
-  try {
-    const { mallocTrim } = createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys');
-    if (typeof mallocTrim === 'function') return () => mallocTrim();
-  } catch {
-    /* no addon: nothing to trim with */
-  }
-  return () => false;
+  const sys = speakerSys();
+  return sys ? () => sys.mallocTrim() : () => false;
 }
