@@ -104,8 +104,8 @@ function speakerSys(): typeof import('speaker-sys') | undefined {
 }
 
 function defaultGc(): () => void {
-  const sys = speakerSys();
-  return sys ? () => sys.memoryPressure() : exposeGc(); // incremental; else the atomic gc()
+  const pressure = speakerSys()?.memoryPressure;
+  return pressure ? () => pressure() : exposeGc(); // incremental; else the atomic gc()
 }
 
 function defaultTrim(): () => boolean {

@@ -74,6 +74,10 @@ describe('speaker-agent run (daemon)', () => {
       const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
       expect(maps).toMatch(/speaker_sys\.node/);
       expect(maps).not.toMatch(/koffi/);
+      // The memory keeper's V8 call loaded (its own addon): the daemon collects incrementally, not with gc().
+      expect(maps).toMatch(/speaker_sys_v8\.node/);
+      // Regression (#4, idle memory): libportaudio.so loaded libjack and Berkeley DB; PortAudio is now static.
+      expect(maps).not.toMatch(/libjack\.so|libdb-[\d.]+\.so|libportaudio\.so/);
 
       // journald gets JSON lines only (native printf output is kept off stdout)
       for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();

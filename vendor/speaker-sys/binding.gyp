@@ -1,12 +1,20 @@
-# One C file (libc only) and one C++ file (V8's memory-pressure call, from the headers node-gyp builds against):
-# built by `npm ci` like vendor/naudiodon2.
+# Two small addons, built by `npm ci` like vendor/naudiodon2:
+# - speaker_sys: one C file, libc only, pure Node-API (dup/dup2, the sd_notify datagram, malloc_trim);
+# - speaker_sys_v8: V8's memory-pressure call, against the V8 headers node-gyp builds with. Linked with -z now so
+#   a node without those symbols fails to load it (index.js then does without) instead of aborting at the call.
 {
   "targets": [
     {
       "target_name": "speaker_sys",
-      "sources": ["src/speaker_sys.c", "src/v8_memory.cc"],
+      "sources": ["src/speaker_sys.c"],
       "cflags_c": ["-std=c11"],
       "cflags": ["-Wall", "-Wextra"]
+    },
+    {
+      "target_name": "speaker_sys_v8",
+      "sources": ["src/v8_memory.cc"],
+      "cflags": ["-Wall", "-Wextra"],
+      "ldflags": ["-Wl,-z,now"]
     }
   ]
 }

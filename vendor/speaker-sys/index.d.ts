@@ -6,5 +6,6 @@ export function dup2(from: number, to: number): void;
 export function sendDatagram(addr: Buffer, addrLen: number, message: Buffer): number;
 /** glibc's malloc_trim(0): returns free memory inside malloc's arenas to the kernel; true when some was. */
 export function mallocTrim(): boolean;
-/** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap. */
-export function memoryPressure(): void;
+/** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap.
+ *  Undefined when this node's V8 lacks the call (a separate addon, see src/v8_memory.cc). */
+export const memoryPressure: (() => void) | undefined;

@@ -1,3 +1,10 @@
 'use strict';
-// The compiled addon (node-gyp puts it in build/Release); see src/speaker_sys.c.
+// The compiled addons (node-gyp puts them in build/Release); see src/speaker_sys.c and src/v8_memory.cc.
 module.exports = require('./build/Release/speaker_sys.node');
+let v8Addon;
+try {
+  v8Addon = require('./build/Release/speaker_sys_v8.node');
+} catch {
+  v8Addon = undefined; // this node's V8 lacks the call (see src/v8_memory.cc): the memory keeper uses gc()
+}
+module.exports.memoryPressure = v8Addon ? v8Addon.memoryPressure : undefined;

@@ -2,7 +2,6 @@
 //   dup(fd) -> new fd                     dup2(from, to)
 //   sendDatagram(addr: Buffer, addrLen, message: Buffer) -> 0 or -errno
 //   mallocTrim() -> true when memory was returned to the kernel
-//   memoryPressure() -> undefined (src/v8_memory.cc: starts V8's incremental, memory-reducing mark-compact)
 // dup/dup2 point the process's stdout/stderr elsewhere around native libraries that print (ALSA, PortAudio);
 // sendDatagram sends one AF_UNIX datagram (sd_notify) from the main PID without blocking. Errors of dup/dup2
 // throw an Error with `code` set to the errno name; sendDatagram returns -errno (a lost notification is
@@ -113,15 +112,12 @@ static napi_value MallocTrim(napi_env env, napi_callback_info info) {
   return result;
 }
 
-napi_value SpeakerSysMemoryPressure(napi_env env, napi_callback_info info); // src/v8_memory.cc
-
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"dup", NULL, Dup, NULL, NULL, NULL, napi_default, NULL},
       {"dup2", NULL, Dup2, NULL, NULL, NULL, napi_default, NULL},
       {"sendDatagram", NULL, SendDatagram, NULL, NULL, NULL, napi_default, NULL},
       {"mallocTrim", NULL, MallocTrim, NULL, NULL, NULL, napi_default, NULL},
-      {"memoryPressure", NULL, SpeakerSysMemoryPressure, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;
