@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** @type {Array<{ file: string; why: string; from: string; to: string }>} */
+/** @type {Array<{ file: string; why: string; from: string; to: string }>} (`to` never contains `from`: the test
+ *  checks no original code is left) */
 export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs', // the ES module build, what import 'werift' loads
@@ -21,6 +22,43 @@ export const PATCHES = [
       'comparison orders them the same.',
     from: 'all.sort((a, b) => a.nic.localeCompare(b.nic));',
     to: 'all.sort((a, b) => (a.nic < b.nic ? -1 : a.nic > b.nic ? 1 : 0)); // speaker-agent patch: no ICU collation',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'SRTP AES-GCM (what werift negotiates first): werift builds a node crypto cipher per RTP packet, and the key ' +
+      'import plus five calls through node\'s JS crypto layer cost about a point of a core in a call. ' +
+      'speaker-sys\'s srtpGcm reuses one OpenSSL context per key and makes one call per packet (src/srtp_gcm.c). ' +
+      'When that addon could not load, srtpGcm is undefined and werift\'s own code below runs.',
+    from: 'import { createCipheriv as createCipheriv3, createDecipheriv as createDecipheriv3 } from "crypto";\n',
+    to:
+      'import { createCipheriv as createCipheriv3, createDecipheriv as createDecipheriv3 } from "crypto"; // and:\n' +
+      'import speakerAgentSys from "speaker-sys"; // speaker-agent patch: native SRTP AES-GCM (scripts/patch-dependencies.mjs)\n' +
+      'const speakerAgentGcm = speakerAgentSys.srtpGcm;\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'SRTP AES-GCM encryption through speaker-sys (see the import patch above).',
+    from:
+      '    const iv = this.rtpInitializationVector(header, rolloverCounter);\n' +
+      '    const cipher = createCipheriv3("aes-128-gcm", this.srtpSessionKey, iv);\n',
+    to:
+      '    const iv = this.rtpInitializationVector(header, rolloverCounter);\n' +
+      '    if (speakerAgentGcm) return speakerAgentGcm.gcmSeal(this.speakerAgentRtpKey ??= speakerAgentGcm.gcmContext(this.srtpSessionKey), iv, hdr, payload); // speaker-agent patch\n' +
+      '    const cipher = createCipheriv3("aes-128-gcm", this.srtpSessionKey, iv);\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'SRTP AES-GCM decryption through speaker-sys; a packet that does not authenticate is the same SrtpAuthenticationError.',
+    from:
+      '  decryptRtp(cipherText, rolloverCounter, header = parseSrtpRtpHeader(cipherText, this.aeadAuthTagLen)) {\n',
+    to:
+      '  decryptRtp(cipherText, rolloverCounter, header = parseSrtpRtpHeader(cipherText, this.aeadAuthTagLen)) { // speaker-agent patch\n' +
+      '    if (speakerAgentGcm) {\n' +
+      '      const dst = speakerAgentGcm.gcmOpen(this.speakerAgentRtpKey ??= speakerAgentGcm.gcmContext(this.srtpSessionKey), this.rtpInitializationVector(header, rolloverCounter), cipherText, header.payloadOffset);\n' +
+      '      if (dst === null) throw new SrtpAuthenticationError("Failed to authenticate SRTP packet");\n' +
+      '      return [dst, finalizeSrtpRtpHeader(header, dst, "Failed to authenticate SRTP packet")];\n' +
+      '    }\n',
   },
 ];
 

@@ -1,11 +1,12 @@
 // Detects a peer that vanished without closing (no BYE, no DTLS close, no ICE failure yet): werift notices
 // only after ~30 s of consent-freshness failures. The companion server sends audio continuously (silence
 // frames included), so a live call always has inbound RTP; nothing for `timeoutMs` means the call is dead.
-// Cheap by design: the hot path only stores a timestamp; one timer checks it.
+// Cheap by design: the hot path only stores a timestamp; a check on a shared timer (sharedInterval.ts) reads it.
+import { everyMs, type SharedInterval } from '../common/sharedInterval.js';
 
 export class LivenessWatchdog {
   private lastSeen = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: SharedInterval | undefined;
   private fired = false;
 
   constructor(
@@ -22,8 +23,8 @@ export class LivenessWatchdog {
   start(): void {
     this.lastSeen = this.now();
     this.fired = false;
-    this.timer = setInterval(() => this.check(), this.periodMs);
-    this.timer.unref();
+    this.timer?.stop();
+    this.timer = everyMs(this.periodMs, () => this.check());
   }
 
   /** Checks run every periodMs and fire one period early, so death is declared at most timeoutMs after the
@@ -43,7 +44,7 @@ export class LivenessWatchdog {
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.stop();
     this.timer = undefined;
   }
 }

@@ -13,10 +13,11 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 /** A copy of each patched file as the package ships it (the patch undone), under `base`. */
 function unpatchedTree(base: string): void {
-  for (const p of patches) {
-    const text = readFileSync(path.join(ROOT, p.file), 'utf8');
-    mkdirSync(path.dirname(path.join(base, p.file)), { recursive: true });
-    writeFileSync(path.join(base, p.file), text.replace(p.to, p.from));
+  const texts = new Map<string, string>(); // several patches may change one file: undo them all
+  for (const p of patches) texts.set(p.file, (texts.get(p.file) ?? readFileSync(path.join(ROOT, p.file), 'utf8')).replace(p.to, p.from));
+  for (const [file, text] of texts) {
+    mkdirSync(path.dirname(path.join(base, file)), { recursive: true });
+    writeFileSync(path.join(base, file), text);
   }
 }
 

@@ -1,7 +1,8 @@
 # Two small addons, built by `npm ci` like vendor/naudiodon2:
 # - speaker_sys: one C file, libc only, pure Node-API (dup/dup2, the sd_notify datagram, malloc_trim);
 # - speaker_sys_v8: V8's memory-pressure call, against the V8 headers node-gyp builds with. Linked with -z now so
-#   a node without those symbols fails to load it (index.js then does without) instead of aborting at the call.
+#   a node without those symbols fails to load it (index.js then does without) instead of aborting at the call;
+# - speaker_sys_srtp: AES-128-GCM for SRTP with node's own OpenSSL (src/srtp_gcm.c), linked with -z now likewise.
 {
   "targets": [
     {
@@ -13,6 +14,13 @@
     {
       "target_name": "speaker_sys_v8",
       "sources": ["src/v8_memory.cc"],
+      "cflags": ["-Wall", "-Wextra"],
+      "ldflags": ["-Wl,-z,now"]
+    },
+    {
+      "target_name": "speaker_sys_srtp",
+      "sources": ["src/srtp_gcm.c"],
+      "cflags_c": ["-std=c11"],
       "cflags": ["-Wall", "-Wextra"],
       "ldflags": ["-Wl,-z,now"]
     }

@@ -9,3 +9,19 @@ export function mallocTrim(): boolean;
 /** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap.
  *  Undefined when this node's V8 lacks the call (a separate addon, see src/v8_memory.cc). */
 export const memoryPressure: (() => void) | undefined;
+/** An AES-128-GCM key, scheduled once (src/srtp_gcm.c). */
+export interface GcmContext {
+  readonly __gcmContext: unique symbol;
+}
+/** AES-128-GCM for SRTP (RFC 7714) with node's own OpenSSL, one call per packet. Undefined when this node does not
+ *  export OpenSSL to addons (a separate addon, see src/srtp_gcm.c). Bad arguments are TypeError or RangeError. */
+export const srtpGcm:
+  | {
+      /** A context for a 16-byte key. */
+      gcmContext(key: Buffer): GcmContext;
+      /** aad || ciphertext || 16-byte tag; iv is 12 bytes. */
+      gcmSeal(ctx: GcmContext, iv: Buffer, aad: Buffer, plaintext: Buffer): Buffer;
+      /** packet = aad (aadLength bytes) || ciphertext || tag: aad || plaintext, or null when it does not authenticate. */
+      gcmOpen(ctx: GcmContext, iv: Buffer, packet: Buffer, aadLength: number): Buffer | null;
+    }
+  | undefined;

@@ -1,5 +1,5 @@
 'use strict';
-// The compiled addons (node-gyp puts them in build/Release); see src/speaker_sys.c and src/v8_memory.cc.
+// The compiled addons (node-gyp puts them in build/Release); see src/speaker_sys.c, src/v8_memory.cc, src/srtp_gcm.c.
 module.exports = require('./build/Release/speaker_sys.node');
 let v8Addon;
 try {
@@ -8,3 +8,10 @@ try {
   v8Addon = undefined; // this node's V8 lacks the call (see src/v8_memory.cc): the memory keeper uses gc()
 }
 module.exports.memoryPressure = v8Addon ? v8Addon.memoryPressure : undefined;
+let srtpAddon;
+try {
+  srtpAddon = require('./build/Release/speaker_sys_srtp.node');
+} catch {
+  srtpAddon = undefined; // node did not provide OpenSSL's symbols (see src/srtp_gcm.c): werift keeps node's crypto
+}
+module.exports.srtpGcm = srtpAddon;

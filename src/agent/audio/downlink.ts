@@ -2,10 +2,11 @@
 //
 // Playout is paced by the sound card's own clock, not by a JS timer: each time the playback device has taken
 // a frame (onHanded), the next 20 ms frame is produced and written. A timer cannot drift against the card that
-// way, and only one frame ever waits in our queue. A slow fallback timer (100 ms) restarts the chain when it
+// way, and only one frame ever waits in our queue. A slow fallback timer (250 ms) restarts the chain when it
 // stopped (the device was reopened: its new stream has nothing queued, so it reports nothing handed). It is
 // not a pacing clock: a 20 ms timer was half the agent's wake-ups during a call (issue #5, CPU), so a
-// PlaybackDevice must report onHanded. With nothing to play, silence is written all the same: each frame
+// PlaybackDevice must report onHanded. The fallback shares one 250 ms timer with the other periodic checks
+// (sharedInterval.ts). With nothing to play, silence is written all the same: each frame
 // handed is what keeps the chain (and so the timing of the next real frame) going.
 // Wire-to-speaker latency is therefore the packet's wait in the jitter buffer (below its target, 20 ms on a
 // clean link: how long depends on where in the card's 20 ms period it arrived) plus the one frame waiting for
@@ -13,6 +14,7 @@
 // The echo gate is told about every frame, so the uplink mutes the microphone while the assistant is audible.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
+import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, type PlaybackDevice } from './audioDevice.js';
 import type { EchoGate } from './echoGate.js';
 import type { JitterBuffer, RtpAudioPacket } from './jitterBuffer.js';
@@ -29,7 +31,7 @@ export interface DownlinkOptions {
 
 const FIFO = 64;
 /** How often the fallback timer checks that the device has a frame waiting (see the top). */
-const FALLBACK_FILL_MS = 100;
+const FALLBACK_FILL_MS = 250;
 
 export class Downlink {
   private readonly playback: PlaybackDevice;
@@ -38,7 +40,7 @@ export class Downlink {
   private readonly echoGate: EchoGate;
   private readonly log: Logger;
   private readonly silence = new Int16Array(FRAME_SAMPLES);
-  private timer: NodeJS.Timeout | undefined;
+  private fallback: SharedInterval | undefined;
   private running = false;
   // receivedAtNs of each frame written and not yet handed (0n for silence/concealment), for latency.
   private readonly pendingReceivedAt = new BigInt64Array(FIFO);
@@ -83,14 +85,14 @@ export class Downlink {
     await this.playback.start();
     this.running = true;
     this.fill();
-    this.timer = setInterval(() => this.fill(), FALLBACK_FILL_MS);
+    this.fallback = everyMs(FALLBACK_FILL_MS, () => this.fill());
   }
 
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.fallback?.stop();
+    this.fallback = undefined;
     this.pendingCount = 0;
     await this.playback.stop();
   }

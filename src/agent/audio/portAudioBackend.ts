@@ -25,6 +25,7 @@ import {
   type CaptureDevice,
   type PlaybackDevice,
 } from './audioDevice.js';
+import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');
@@ -194,22 +195,22 @@ const FRAME_NS = BigInt(Math.round((FRAME_SAMPLES / SAMPLE_RATE) * 1e9));
 /**
  * Watches a stream's audio callback on the audio thread's own clock (FrameIO.msSinceCallback): calls onStall
  * when none ran for stallMs (STARTUP_GRACE_MS after opening). A JS-side clock would see a busy event loop as
- * a stall.
+ * a stall. Checked every stallMs / 2 on a shared timer (sharedInterval.ts): a stall is declared 1 to 1.5 stallMs
+ * after the last callback.
  */
 class StallWatchdog {
   private readonly startedAtMs = performance.now();
-  private readonly timer: NodeJS.Timeout;
+  private readonly check: SharedInterval;
 
   constructor(io: FrameIO, stallMs: number, onStall: () => void) {
-    this.timer = setInterval(() => {
+    this.check = everyMs(Math.max(50, Math.round(stallMs / 2)), () => {
       const limit = performance.now() - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : stallMs;
       if (io.msSinceCallback() > limit) onStall();
-    }, Math.max(50, Math.round(stallMs / 4)));
-    this.timer.unref();
+    });
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.check.stop();
   }
 }
 
