@@ -97,7 +97,7 @@ case "$(uname -m)" in
   aarch64|arm64|armv7l|armv6l|x86_64) ;;
   *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
 esac
-PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libespeak-ng1 espeak-ng-data
+PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev libespeak-ng1 espeak-ng-data
       libpocketsphinx3 pocketsphinx-en-us ffmpeg python3 make g++ ca-certificates)
 missing=()
 for p in "${PKGS[@]}"; do
@@ -115,6 +115,11 @@ NODE=$(command -v node || true)
 NODE=$(readlink -f "$NODE")
 if ! "$NODE" -e "const [a,b]=process.versions.node.split('.').map(Number); process.exit(a>$NODE_MIN_MAJOR||(a==$NODE_MIN_MAJOR&&b>=$NODE_MIN_MINOR)?0:1)"; then
   die "Node.js $("$NODE" --version) is too old: the agent needs $NODE_MIN_MAJOR.$NODE_MIN_MINOR or newer" 3
+fi
+# node-gyp builds against this node's own headers (include/node beside it, where the node package ships them,
+# as NodeSource's does) instead of downloading them from nodejs.org.
+if [ -z "${npm_config_nodedir:-}" ] && [ -f "$(dirname "$(dirname "$NODE")")/include/node/common.gypi" ]; then
+  export npm_config_nodedir="$(dirname "$(dirname "$NODE")")"
 fi
 
 # ---------- 3. the project ----------

@@ -20,8 +20,9 @@ done
 # portaudio19-dev, with libasound2-dev: see vendor/naudiodon2/PATCHES.md),
 # offline speech (espeak-ng synthesis, pocketsphinx recognition), ffmpeg (uploads), PulseAudio (virtual devices
 # on machines without a sound card), flite (the voice of the scripted user on the virtual sound card).
-# Build: compilers for the native addons (opus, better-sqlite3, naudiodon2).
-PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev
+# Build: compilers for the native addons (opus, better-sqlite3, naudiodon2, speaker-sys), and OpenSSL's headers
+# for speaker-sys's SRTP addon (Debian's libnode-dev takes node's from libssl-dev).
+PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev
       libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg
       pulseaudio pulseaudio-utils flite
       python3 make g++ ca-certificates)
@@ -50,6 +51,13 @@ if [ "$major" -lt 20 ]; then
   echo "Node.js $(node --version) is too old: the agent needs Node 20 or newer." >&2
   echo "On Raspberry Pi OS bookworm: install Node 20 (e.g. the nodejs package of a newer release) and rerun." >&2
   exit 1
+fi
+
+# node-gyp builds against the running node's own headers (include/node beside it, where the node package ships
+# them, as NodeSource's does) instead of downloading them from nodejs.org.
+node_prefix=$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")
+if [ -z "${npm_config_nodedir:-}" ] && [ -f "$node_prefix/include/node/common.gypi" ]; then
+  export npm_config_nodedir="$node_prefix"
 fi
 
 if [ ! -d node_modules ] || ! npm ls --omit=dev >/dev/null 2>&1 || [ package-lock.json -nt node_modules/.package-lock.json ]; then

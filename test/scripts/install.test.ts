@@ -133,7 +133,7 @@ describe('scripts/install.sh in a fake root', () => {
     expect(r.stdout).toContain('==> done');
     const calls = readLog('calls.log');
     expect(calls).toContain('apt-get update -qq');
-    expect(calls.some((c) => c.startsWith('apt-get install') && c.includes('portaudio19-dev'))).toBe(true);
+    expect(calls.some((c) => c.startsWith('apt-get install') && c.includes('portaudio19-dev') && c.includes('libssl-dev'))).toBe(true);
     expect(calls).toContain('npm ci --omit=dev --no-audit --no-fund');
     expect(calls.some((c) => c.startsWith('useradd --system') && c.includes('--groups audio') && c.endsWith('speaker-agent'))).toBe(true);
     expect(calls).toEqual(expect.arrayContaining(['systemctl daemon-reload', 'systemctl enable --quiet speaker-agent.service', 'systemctl start speaker-agent.service']));

@@ -31,6 +31,10 @@ export interface PlaybackDevice {
   /** Set by the consumer: called, in write order, when a frame has been handed to the audio system (leaves
    *  queuedMs). The downlink paces playout by it (the sound card's clock): implementations must call it. */
   onHanded?: (atNs: bigint) => void;
+  /** Set by the consumer: called each time the device has (re)opened and takes frames. A reopened device has
+   *  nothing queued, so it reports nothing handed until it is written to: the consumer fills it here. Optional
+   *  for implementations that never reopen by themselves. */
+  onReady?: () => void;
   /** Device periods that found less than a frame queued and played silence for it (the writer was late). */
   readonly underruns?: number;
 }

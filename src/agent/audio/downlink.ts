@@ -2,11 +2,11 @@
 //
 // Playout is paced by the sound card's own clock, not by a JS timer: each time the playback device has taken
 // a frame (onHanded), the next 20 ms frame is produced and written. A timer cannot drift against the card that
-// way, and only one frame ever waits in our queue. A slow fallback timer (250 ms) restarts the chain when it
-// stopped (the device was reopened: its new stream has nothing queued, so it reports nothing handed). It is
-// not a pacing clock: a 20 ms timer was half the agent's wake-ups during a call (issue #5, CPU), so a
-// PlaybackDevice must report onHanded. The fallback shares one 250 ms timer with the other periodic checks
-// (sharedInterval.ts). With nothing to play, silence is written all the same: each frame
+// way, and only one frame ever waits in our queue. When the device has been reopened (onReady), its new stream
+// has nothing queued and would report nothing handed, so the chain is restarted there at once. A slow
+// fallback timer (250 ms, shared with the other periodic checks in sharedInterval.ts) is only a backstop for a
+// device that reopens without saying so. It is not a pacing clock: a 20 ms timer was half the agent's
+// wake-ups during a call (issue #5, CPU), so a PlaybackDevice must report onHanded. With nothing to play, silence is written all the same: each frame
 // handed is what keeps the chain (and so the timing of the next real frame) going.
 // Wire-to-speaker latency is therefore the packet's wait in the jitter buffer (below its target, 20 ms on a
 // clean link: how long depends on where in the card's 20 ms period it arrived) plus the one frame waiting for
@@ -82,6 +82,7 @@ export class Downlink {
   async start(): Promise<void> {
     if (this.running) return;
     this.playback.onHanded = (at) => this.onHanded(at);
+    this.playback.onReady = () => this.onReady();
     await this.playback.start();
     this.running = true;
     this.fill();
@@ -93,6 +94,7 @@ export class Downlink {
     this.running = false;
     this.fallback?.stop();
     this.fallback = undefined;
+    this.playback.onReady = undefined;
     this.pendingCount = 0;
     await this.playback.stop();
   }
@@ -101,6 +103,12 @@ export class Downlink {
   resetStream(): void {
     this.jitter.reset();
     this.decoder.reset();
+  }
+
+  // The frames the old stream held are gone with it: they will never be reported handed.
+  private onReady(): void {
+    this.pendingCount = 0;
+    this.fill();
   }
 
   private onHanded(atNs: bigint): void {

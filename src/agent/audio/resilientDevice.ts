@@ -64,6 +64,9 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
 
   protected abstract openInner(): Promise<D>;
 
+  /** Called each time a device has opened, before whenOpen() resolves. */
+  protected opened(): void {}
+
   /** First attempt; never throws for device errors (they are retried). */
   protected async begin(): Promise<void> {
     if (this.state !== 'closed') return;
@@ -104,6 +107,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     this.loggedCode = undefined;
     this.lastError = undefined;
     this.setState('open');
+    this.opened();
     const w = this.waiters;
     this.waiters = [];
     for (const resolve of w) resolve();
@@ -175,6 +179,7 @@ export class ResilientCapture extends ResilientDevice<CaptureDevice> implements 
 /** A speaker that reopens itself. Frames written while it is not open are dropped. */
 export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implements PlaybackDevice {
   onHanded?: (atNs: bigint) => void;
+  onReady?: () => void;
 
   constructor(opts: ResilientDeviceOptions) {
     super(opts, 'speaker');
@@ -198,6 +203,11 @@ export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implement
     dev.onHanded = (at) => this.onHanded?.(at);
     await dev.start();
     return dev;
+  }
+
+  // The new stream has nothing queued: without a write it would never report a frame handed.
+  protected override opened(): void {
+    this.onReady?.();
   }
 
   async start(): Promise<void> {

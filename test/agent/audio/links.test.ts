@@ -7,8 +7,9 @@ import { EchoGate, type DuplexMode } from '../../../src/agent/audio/echoGate.js'
 import { JitterBuffer } from '../../../src/agent/audio/jitterBuffer.js';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/agent/audio/opusCodec.js';
 import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
+import { ResilientPlayback } from '../../../src/agent/audio/resilientDevice.js';
 import { Uplink } from '../../../src/agent/audio/uplink.js';
-import { dominantFrequency, goertzelPower, playIntoSink, sleep, startRecording, tone, waitUntil } from '../../support/audioCapture.js';
+import { dominantFrequency, goertzelPower, playIntoSink, pulseCli, sleep, startRecording, tone, waitUntil } from '../../support/audioCapture.js';
 import { pactl, VIRTUAL } from '../../support/virtualAudio.js';
 
 const backend = new PortAudioBackend();
@@ -141,5 +142,37 @@ describe('echo gate with the speaker routed into the microphone', () => {
     expect(gate.stats.framesSilenced).toBe(0);
     expect(echoAmp).toBeGreaterThan(4000);
     expect(userAmp).toBeGreaterThan(4000);
+  });
+});
+
+describe('Downlink on a speaker that is reopened', () => {
+  // Regression: after the speaker was reopened (stream killed, USB card replugged) the new stream had nothing
+  // queued and so reported nothing handed; the downlink waited for its 250 ms fallback timer to start playing
+  // again. The reopened device now says so (onReady) and the downlink fills it at once.
+  it('has a frame queued the moment the speaker is open again, and keeps playing', async () => {
+    const playback = new ResilientPlayback({ backend, deviceName: 'default', minBackoffMs: 100, maxBackoffMs: 300 });
+    const downlink = new Downlink({ playback, decoder: new OpusFrameDecoder(), jitter: new JitterBuffer(), echoGate: new EchoGate({ mode: 'full-duplex' }) });
+    cleanups.push(() => downlink.stop());
+    await downlink.start();
+    await waitUntil(() => downlink.stats.framesSilence >= 25, 5000, 'the speaker to take audio');
+    // What the device holds right after the downlink's own onReady ran, on each reopen.
+    const queuedWhenReady: number[] = [];
+    const downlinkReady = playback.onReady!;
+    playback.onReady = () => {
+      downlinkReady();
+      queuedWhenReady.push(playback.queuedMs);
+    };
+
+    const speakerIndex = (await pactl('list', 'short', 'sinks')).split('\n').find((l) => l.split('\t')[1] === VIRTUAL.speakerSink)!.split('\t')[0];
+    const inputs = (await pactl('list', 'sink-inputs')).split(/^Sink Input #/m).slice(1);
+    const ours = inputs.filter((b) => new RegExp(`^\\s*Sink: ${speakerIndex}$`, 'm').test(b) && !/module-loopback/.test(b));
+    expect(ours.length).toBe(1);
+    await pulseCli(`kill-sink-input ${ours[0].split('\n')[0].trim()}`);
+    await waitUntil(() => playback.stats.opens >= 2 && playback.state === 'open', 5000, 'the speaker to reopen');
+
+    expect(queuedWhenReady.length).toBe(playback.stats.opens - 1);
+    for (const q of queuedWhenReady) expect(q).toBeGreaterThanOrEqual(20);
+    const from = downlink.stats.framesSilence;
+    await waitUntil(() => downlink.stats.framesSilence >= from + 25, 5000, 'the speaker to play after the reopen');
   });
 });
