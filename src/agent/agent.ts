@@ -219,6 +219,7 @@ export class SpeakerAgent extends EventEmitter {
         connectTimeoutMs: this.deps.settings.call.connectTimeoutMs,
         hooks: {
           onAudio: (p, ns) => this.audio?.push(p, ns),
+          onUplinkLoss: (fraction) => this.audio?.uplink.reportLoss(fraction),
           onTranscript: (role, text) => this.addTranscript(role, text),
           onFunction: (rec) => {
             if (rec.output?.success) {

@@ -25,6 +25,8 @@ export interface FunctionRecord {
 
 export interface CallHooks {
   onAudio(packet: InboundRtp, receivedAtNs: bigint): void;
+  /** the fraction (0..1) of our audio the peer reports lost since its last report (RTCP) */
+  onUplinkLoss?(fractionLost: number): void;
   onTranscript(role: TranscriptRole, text: string): void;
   onFunction(record: FunctionRecord): void;
 }
@@ -99,6 +101,7 @@ export class Call {
             this.o.hooks.onAudio(p, ns);
           },
           onActivity: seen,
+          onUplinkLoss: (fraction) => this.o.hooks.onUplinkLoss?.(fraction),
           onMessage: (data) => {
             seen();
             this.onMessage(data);

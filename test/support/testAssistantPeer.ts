@@ -40,6 +40,9 @@ export interface TestPeerOptions {
   enrollment?: 'open' | 'closed';
   /** when false the peer sends no audio at all (default true: continuous silence, like the companion) */
   sendAudio?: boolean;
+  /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink);
+   *  its receiver then reports that loss in its RTCP receiver reports, as a real service would */
+  inboundLossPercent?: number;
 }
 
 export interface PeerRequestLog {
@@ -297,6 +300,9 @@ export class TestAssistantPeer {
         audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2, payloadType: 111, parameters: 'minptime=10;useinbandfec=1' })],
         video: [],
       },
+      // werift's debug option drops an inbound packet when inboundPacketLoss / 100 < Math.random(), that is
+      // with probability 1 - inboundPacketLoss / 100: the value given is the share that gets through.
+      debug: this.opts.inboundLossPercent ? { inboundPacketLoss: 100 - this.opts.inboundLossPercent } : undefined,
     });
     const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });
     const call = new PeerCall(pc, transceiver);

@@ -5,8 +5,8 @@
 //   applyEncoderCTL/applyDecoderCTL pass raw opus_*_ctl requests, so VOIP mode, in-band FEC and the
 //   packet-loss hint are set through CTL numbers from opus_defines.h;
 // - decode(buf) always calls opus_decode(..., decode_fec = 0): FEC RECOVERY IS NOT REACHABLE. Our encoder
-//   still sends in-band FEC (the server's decoder can use it); on our receive side a lost packet is concealed
-//   by PLC only;
+//   still sends in-band FEC when the far end reports loss (the server's decoder can use it); on our receive
+//   side a lost packet is concealed by PLC only;
 // - decode(empty buffer) runs libopus PLC, but with frame_size = its 120 ms output buffer, so one call
 //   yields 120 ms of concealment (verified: first 20 ms continue the signal, then it fades out). We play
 //   it out 20 ms at a time: consecutive losses take the next slice instead of calling PLC again, which also
@@ -25,11 +25,15 @@ const OPUS_SET_PACKET_LOSS_PERC = 4014;
 const OPUS_SET_DTX = 4016;
 const OPUS_SET_SIGNAL = 4024;
 const OPUS_SIGNAL_VOICE = 3001;
+// opus_private.h: handled by opus_encoder_ctl like the public requests.
+const OPUS_SET_FORCE_MODE = 11002;
+const OPUS_AUTO = -1000;
+const MODE_CELT_ONLY = 1002;
 
 export interface OpusEncoderOptions {
   /** bits/s; default 28 000 (speech is clear at 24-32 kbit/s) */
   bitrate?: number;
-  /** expected loss in percent, tells the encoder how much FEC to spend; default 10 */
+  /** Packet loss the far end reports, in percent: see setExpectedLoss. Default 0. */
   packetLossPercent?: number;
   /**
    * 0..10; default 1. Measured here on voice-like audio at 28 kbit/s: 0.11 ms per frame at 0-1, 0.22 at 2-3,
@@ -39,15 +43,24 @@ export interface OpusEncoderOptions {
   complexity?: number;
 }
 
+/**
+ * Two ways to encode, chosen by the loss the far end reports (setExpectedLoss):
+ * - no loss: CELT only. On speech at 28 kbit/s Opus would pick SILK, which costs 115-137 us a frame here
+ *   against 42 for CELT (complexity 1, voice-like audio): about half a point of a core in a call (issue #5).
+ * - loss: Opus chooses (SILK or hybrid for speech) and adds in-band FEC sized to the loss: each packet also
+ *   carries a coarse copy of the previous frame, which a decoder that supports it (libwebrtc's) uses to
+ *   recover a single lost packet. CELT has no in-band FEC. libwebrtc likewise sizes FEC by the loss reports.
+ */
 export class OpusFrameEncoder {
   private readonly native: InstanceType<typeof opus.OpusEncoder>;
   /** Reused input buffer: encode() copies the samples into it (no per-frame allocation for the PCM). */
   private readonly pcm = Buffer.alloc(FRAME_SAMPLES * 2);
   private readonly pcmView = new Int16Array(this.pcm.buffer, this.pcm.byteOffset, FRAME_SAMPLES);
+  private lossPercent = -1;
 
   constructor(opts: OpusEncoderOptions = {}) {
     const bitrate = opts.bitrate ?? 28_000;
-    const loss = opts.packetLossPercent ?? 10;
+    const loss = opts.packetLossPercent ?? 0;
     const complexity = opts.complexity ?? 1;
     if (!(bitrate >= 6000 && bitrate <= 510_000)) throw new RangeError(`opus bitrate out of range: ${bitrate}`);
     if (!(loss >= 0 && loss <= 100)) throw new RangeError(`opus packet loss percent out of range: ${loss}`);
@@ -56,13 +69,31 @@ export class OpusFrameEncoder {
     // Application can only change before the first encode; the object creates its encoder lazily here.
     this.native.applyEncoderCTL(OPUS_SET_APPLICATION, OPUS_APPLICATION_VOIP);
     this.native.applyEncoderCTL(OPUS_SET_SIGNAL, OPUS_SIGNAL_VOICE);
-    this.native.applyEncoderCTL(OPUS_SET_INBAND_FEC, 1);
-    this.native.applyEncoderCTL(OPUS_SET_PACKET_LOSS_PERC, Math.round(loss));
     this.native.applyEncoderCTL(OPUS_SET_COMPLEXITY, Math.round(complexity));
     // No DTX: the gate's silence frames are cheap anyway, and a steady packet flow keeps the peer's jitter
     // buffer and NAT bindings simple.
     this.native.applyEncoderCTL(OPUS_SET_DTX, 0);
     this.native.setBitrate(Math.round(bitrate));
+    this.setExpectedLoss(loss);
+  }
+
+  /** The loss (percent) the encoder protects against now; 0: none (CELT, no FEC). */
+  get expectedLoss(): number {
+    return this.lossPercent;
+  }
+
+  /**
+   * Sets the packet loss to protect against, in percent (0..100): 0 encodes CELT only without FEC, more
+   * lets Opus choose its mode and sends in-band FEC for that much loss (see the class comment).
+   */
+  setExpectedLoss(percent: number): void {
+    if (!(percent >= 0 && percent <= 100)) throw new RangeError(`opus packet loss percent out of range: ${percent}`);
+    const p = Math.round(percent);
+    if (p === this.lossPercent) return;
+    this.lossPercent = p;
+    this.native.applyEncoderCTL(OPUS_SET_FORCE_MODE, p === 0 ? MODE_CELT_ONLY : OPUS_AUTO);
+    this.native.applyEncoderCTL(OPUS_SET_INBAND_FEC, p === 0 ? 0 : 1);
+    this.native.applyEncoderCTL(OPUS_SET_PACKET_LOSS_PERC, p);
   }
 
   get bitrate(): number {

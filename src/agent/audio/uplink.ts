@@ -9,6 +9,7 @@ import type { CaptureDevice } from './audioDevice.js';
 import type { EchoGate } from './echoGate.js';
 import { LatencyRecorder } from './latencyRecorder.js';
 import type { OpusFrameEncoder } from './opusCodec.js';
+import { UplinkLossPolicy } from './uplinkLossPolicy.js';
 
 export type PacketSink = (opus: Buffer, rtpSamples: 960, capturedAtNs: bigint) => void;
 
@@ -27,6 +28,7 @@ export class Uplink {
   private sink: PacketSink | undefined;
   private running = false;
   private sinkErrorLogged = false;
+  private readonly lossPolicy = new UplinkLossPolicy();
   readonly stats = {
     frames: 0,
     packets: 0,
@@ -58,6 +60,20 @@ export class Uplink {
   setSink(onPacket: PacketSink | undefined): void {
     this.sink = onPacket;
     this.sinkErrorLogged = false;
+  }
+
+  /** The far end's report of the fraction of our packets it lost (RTCP): sets the encoder's loss protection. */
+  reportLoss(fractionLost: number): void {
+    const percent = this.lossPolicy.report(fractionLost);
+    if (percent === undefined) return;
+    this.encoder.setExpectedLoss(percent);
+    if (percent > 0) this.log.info({ fractionLost, protectPercent: percent }, 'uplink: the far end loses packets; sending Opus with in-band FEC');
+    else this.log.info('uplink: no more loss reported; back to Opus without FEC (less CPU)');
+  }
+
+  /** Loss the microphone's encoding protects against now, in percent (0: none). */
+  get protectedLossPercent(): number {
+    return this.encoder.expectedLoss;
   }
 
   async stop(): Promise<void> {

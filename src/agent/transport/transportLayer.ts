@@ -20,6 +20,8 @@ export interface TransportHandlers {
   onAudio(packet: InboundRtp, receivedAtNs: bigint): void;
   /** any other sign of life from the peer (RTCP) */
   onActivity(): void;
+  /** the peer's RTCP report on our audio: the fraction (0..1) of our packets it lost since its last report */
+  onUplinkLoss?(fractionLost: number): void;
   /** the transport is gone (ICE/DTLS failure, peer closed, data channel closed); called at most once */
   onClosed(reason: AgentError): void;
 }

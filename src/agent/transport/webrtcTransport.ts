@@ -6,6 +6,8 @@ import {
   RTCRtpCodecParameters,
   RtpHeader,
   RtpPacket,
+  RtcpRrPacket,
+  RtcpSrPacket,
   type RTCDataChannel,
   type RTCRtpTransceiver,
   type RTCIceServer,
@@ -86,6 +88,14 @@ export class WebrtcTransport implements TransportLayer {
       });
     });
     transceiver.receiver.onRtcp.subscribe(() => this.handlers?.onActivity());
+    // Receiver reports (alone or in a sender report) on our audio: how much of it the peer lost.
+    transceiver.sender.onRtcp.subscribe((rtcp) => {
+      if (this.closing || (rtcp.type !== RtcpRrPacket.type && rtcp.type !== RtcpSrPacket.type)) return;
+      this.handlers?.onActivity();
+      for (const r of (rtcp as RtcpRrPacket | RtcpSrPacket).reports) {
+        if (r.ssrc === transceiver.sender.ssrc) this.handlers?.onUplinkLoss?.(r.fractionLost / 256);
+      }
+    });
     dc.onMessage.subscribe((data) => {
       if (!this.closing) this.handlers?.onMessage(data);
     });

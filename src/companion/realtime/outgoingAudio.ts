@@ -10,7 +10,7 @@ import { OpusFrameEncoder } from '../../agent/audio/opusCodec.js';
 import { AUDIO } from '../../protocol/session.js';
 import type { PacedStream } from './framePacer.js';
 import { InlineSpeechEncoder, type EncodedBatch, type SpeechEncoder, type SpeechEncoderChannel } from './speechEncoder.js';
-import { SERVER_OPUS_COMPLEXITY } from './speechFrameEncoder.js';
+import { SERVER_OPUS_COMPLEXITY, SERVER_OPUS_LOSS_PERCENT } from './speechFrameEncoder.js';
 
 const FRAME = AUDIO.samplesPerFrame;
 const NO_AUDIO = new Int16Array(0);
@@ -18,7 +18,7 @@ const NO_AUDIO = new Int16Array(0);
 let silencePacket: Buffer | undefined;
 /** One Opus packet of digital silence, encoded once per process and reused by every call. */
 export function opusSilencePacket(): Buffer {
-  silencePacket ??= new OpusFrameEncoder({ complexity: SERVER_OPUS_COMPLEXITY }).encode(new Int16Array(FRAME));
+  silencePacket ??= new OpusFrameEncoder({ complexity: SERVER_OPUS_COMPLEXITY, packetLossPercent: SERVER_OPUS_LOSS_PERCENT }).encode(new Int16Array(FRAME));
   return silencePacket;
 }
 

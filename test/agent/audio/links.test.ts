@@ -99,6 +99,35 @@ describe('Uplink -> Downlink on the virtual card', () => {
   });
 });
 
+describe('Uplink loss protection', () => {
+  // Issue #5 (CPU): SILK with in-band FEC cost the agent about half a point of a core more than CELT; it is spent
+  // only while the far end reports loss (uplinkLossPolicy.ts, opusCodec.ts).
+  it('sends CELT on a clean link, SILK with FEC once the far end reports loss, CELT again after 10 clean reports', async () => {
+    const uplink = openUplink(new EchoGate({ mode: 'full-duplex' }));
+    const configs: number[] = []; // RFC 6716 TOC configuration: 0-15 SILK or hybrid, 16-31 CELT
+    await uplink.start((opus) => configs.push(opus[0] >> 3));
+    const voice = playIntoSink(tone(300, 8000), VIRTUAL.micSink);
+    cleanups.push(() => voice.stop());
+    const next = async (n: number) => {
+      const from = configs.length;
+      await waitUntil(() => configs.length >= from + n, 5000, 'the microphone to deliver audio');
+      return configs.slice(from + 1); // the first may be the switch's transition frame
+    };
+    expect(uplink.protectedLossPercent).toBe(0);
+    expect(Math.min(...(await next(10)))).toBeGreaterThanOrEqual(16);
+
+    uplink.reportLoss(0.1);
+    expect(uplink.protectedLossPercent).toBe(10);
+    expect(Math.max(...(await next(10)))).toBeLessThan(16);
+
+    for (let i = 0; i < 9; i++) uplink.reportLoss(0);
+    expect(uplink.protectedLossPercent).toBe(10); // one clean report is not enough
+    uplink.reportLoss(0);
+    expect(uplink.protectedLossPercent).toBe(0);
+    expect(Math.min(...(await next(10)))).toBeGreaterThanOrEqual(16);
+  });
+});
+
 describe('echo gate with the speaker routed into the microphone', () => {
   async function assistantSpeaks(mode: DuplexMode): Promise<{ echoAmp: number; userAmp: number; gate: EchoGate }> {
     const moduleId = (await pactl('load-module', 'module-loopback', `source=${VIRTUAL.speakerMonitor}`, `sink=${VIRTUAL.micSink}`, 'latency_msec=20')).trim();

@@ -26,23 +26,31 @@ describe('Opus codec', () => {
     expect(bytes).toBeLessThan(6000);
   });
 
-  it('conceals lost frames: the first continues the tone, a long loss fades out', () => {
-    const enc = new OpusFrameEncoder();
-    const dec = new OpusFrameDecoder();
-    const input = tone(440, 600);
-    const packets = frames(input).map((f) => enc.encode(f));
-    for (let i = 0; i < 20; i++) dec.decode(packets[i]);
-    const first = dec.conceal();
-    expect(first.length).toBe(960);
-    expect(rms(first)).toBeGreaterThan(0.3 * rms(input));
-    const concealed = [first];
-    for (let i = 0; i < 7; i++) concealed.push(dec.conceal());
-    expect(rms(concealed[7])).toBeLessThan(0.1 * rms(first));
-    // Decoding resumes normally afterwards.
-    const back = dec.decode(packets[28]);
-    expect(back.length).toBe(960);
-    expect(dec.stats).toMatchObject({ decoded: 21, concealed: 8 });
-  });
+  // The decoder conceals whatever the far end sends: SILK (the companion server encodes with FEC, so Opus picks
+  // SILK for speech) and CELT (the agent's own encoding on a clean link).
+  for (const [mode, opts, fadeTo] of [
+    ['SILK', { packetLossPercent: 10 }, 0.1],
+    ['CELT', {}, 0.6],
+  ] as const) {
+    it(`conceals lost ${mode} frames: the first continues the tone, a long loss fades out`, () => {
+      const enc = new OpusFrameEncoder(opts);
+      const dec = new OpusFrameDecoder();
+      const input = tone(440, 600);
+      const packets = frames(input).map((f) => enc.encode(f));
+      expect(packets[10][0] >> 3 >= 16).toBe(mode === 'CELT');
+      for (let i = 0; i < 20; i++) dec.decode(packets[i]);
+      const first = dec.conceal();
+      expect(first.length).toBe(960);
+      expect(rms(first)).toBeGreaterThan(0.3 * rms(input));
+      const concealed = [first];
+      for (let i = 0; i < 7; i++) concealed.push(dec.conceal());
+      expect(rms(concealed[7])).toBeLessThan(fadeTo * rms(first));
+      // Decoding resumes normally afterwards.
+      const back = dec.decode(packets[28]);
+      expect(back.length).toBe(960);
+      expect(dec.stats).toMatchObject({ decoded: 21, concealed: 8 });
+    });
+  }
 
   it('conceals a corrupt packet instead of throwing, and PLC before any packet is silence', () => {
     const dec = new OpusFrameDecoder();
@@ -57,5 +65,58 @@ describe('Opus codec', () => {
     expect(() => enc.encode(new Int16Array(480))).toThrow(/960 samples/);
     expect(() => new OpusFrameEncoder({ bitrate: 100 })).toThrow(RangeError);
     expect(() => new OpusFrameEncoder({ packetLossPercent: 101 })).toThrow(RangeError);
+    for (const bad of [-1, 101, Number.NaN]) expect(() => enc.setExpectedLoss(bad)).toThrow(/packet loss percent out of range/);
+    expect(enc.expectedLoss).toBe(0);
+  });
+
+  it('encodes CELT without FEC on a clean link, and SILK with in-band FEC once loss is expected', () => {
+    // Voice-like: a 140 Hz voice with harmonics, vibrato and syllable-rate amplitude changes.
+    const voice = new Int16Array(48_000 * 2);
+    for (let i = 0; i < voice.length; i++) {
+      const t = i / 48_000;
+      const f0 = 140 + 20 * Math.sin(2 * Math.PI * 3 * t);
+      let v = 0;
+      for (let h = 1; h < 12; h++) v += Math.sin(2 * Math.PI * f0 * h * t + h) / h;
+      voice[i] = Math.round(6000 * v * (0.6 + 0.4 * Math.sin(2 * Math.PI * 4 * t)));
+    }
+    const enc = new OpusFrameEncoder();
+    const dec = new OpusFrameDecoder();
+    /** TOC configurations used (RFC 6716 3.1: 0-11 SILK, 12-15 hybrid, 16-31 CELT), and how many SILK packets
+     *  carry LBRR (the FEC copy): its flag is the second header bit of the SILK layer (RFC 6716 4.2.3). */
+    const run = (from: number) => {
+      const configs = new Set<number>();
+      let lbrr = 0;
+      let silk = 0;
+      const out: Int16Array[] = [];
+      for (let i = from; i < from + 25; i++) {
+        const p = enc.encode(voice.subarray(i * 960, (i + 1) * 960));
+        const config = p[0] >> 3;
+        configs.add(config);
+        if (config < 12 && i >= from + 5) {
+          silk++;
+          if (p[1] & 0x40) lbrr++;
+        }
+        out.push(dec.decode(p));
+      }
+      return { configs: [...configs], lbrr, silk, out };
+    };
+    const clean = run(0);
+    expect(Math.min(...clean.configs)).toBeGreaterThanOrEqual(16);
+    enc.setExpectedLoss(10);
+    expect(enc.expectedLoss).toBe(10);
+    const lossy = run(25);
+    expect(Math.max(...lossy.configs.slice(1))).toBeLessThan(16); // after the one transition frame
+    expect(lossy.silk).toBeGreaterThanOrEqual(18);
+    expect(lossy.lbrr).toBeGreaterThanOrEqual(Math.floor(0.8 * lossy.silk));
+    // Either way the voice comes through: its fundamental is the strongest part of the decoded signal.
+    for (const r of [clean, lossy]) {
+      const frames = r.out.slice(5);
+      const pcm = new Int16Array(frames.length * 960);
+      frames.forEach((f, i) => pcm.set(f, i * 960));
+      expect(rms(pcm)).toBeGreaterThan(0.3 * rms(voice));
+    }
+    enc.setExpectedLoss(0);
+    const again = run(50);
+    expect(Math.min(...again.configs.slice(1))).toBeGreaterThanOrEqual(16);
   });
 });

@@ -85,6 +85,36 @@ describe('WebrtcTransport', () => {
     expect(closed!.code).toBe('call_failed');
   });
 
+  // The peer's RTCP receiver reports say how much of the device's audio it lost: the uplink sizes its FEC by
+  // them (uplinkLossPolicy.ts). A real werift peer, dropping a share of what arrives.
+  for (const [lossPercent, check] of [
+    [0, (r: number[]) => expect(Math.max(...r)).toBeLessThan(0.02)],
+    [20, (r: number[]) => expect(r.filter((f) => f >= 0.05).length).toBeGreaterThanOrEqual(2)],
+  ] as const) {
+    it(`reports the share of its audio the peer says it lost (peer dropping ${lossPercent} %)`, async () => {
+      peer = new TestAssistantPeer({ workspaceKey: KEY, inboundLossPercent: lossPercent });
+      await peer.start();
+      const c = client(peer.url);
+      transport = new WebrtcTransport({ additionalHostAddresses: ['127.0.0.1'] });
+      const reports: number[] = [];
+      await transport.connect({
+        session: await c.createSession(),
+        exchangeSdp: (sdp) => c.exchangeSdp(sdp),
+        handlers: { onMessage() {}, onAudio() {}, onActivity() {}, onClosed() {}, onUplinkLoss: (f) => reports.push(f) },
+      });
+      const frame = new OpusEncoder(48_000, 1).encode(Buffer.alloc(1920));
+      const t = transport;
+      const sender = setInterval(() => t.sendAudio(frame, 960), 20);
+      try {
+        await until(() => reports.length >= 4, 15_000); // one every 0.5-1.5 s
+      } finally {
+        clearInterval(sender);
+      }
+      for (const f of reports) expect(f >= 0 && f <= 1).toBe(true);
+      check(reports);
+    }, 30_000);
+  }
+
   it('rejects with the server error when the SDP exchange is refused', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, enrollment: 'closed' });
     await peer.start();
