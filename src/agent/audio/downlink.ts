@@ -6,8 +6,9 @@
 // has nothing queued and would report nothing handed, so the chain is restarted there at once. A slow
 // fallback timer (250 ms, shared with the other periodic checks in sharedInterval.ts) is only a backstop for a
 // device that reopens without saying so. It is not a pacing clock: a 20 ms timer was half the agent's
-// wake-ups during a call (issue #5, CPU), so a PlaybackDevice must report onHanded. With nothing to play, silence is written all the same: each frame
-// handed is what keeps the chain (and so the timing of the next real frame) going.
+// wake-ups during a call (issue #5, CPU), so a PlaybackDevice must report onHanded. With nothing to play,
+// silence is written all the same: each frame handed is what keeps the chain (and so the timing of the next
+// real frame) going.
 // Wire-to-speaker latency is therefore the packet's wait in the jitter buffer (below its target, 20 ms on a
 // clean link: how long depends on where in the card's 20 ms period it arrived) plus the one frame waiting for
 // the device (20 ms): 20-40 ms, p50 about 30 ms on a clean link.

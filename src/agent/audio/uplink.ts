@@ -62,7 +62,8 @@ export class Uplink {
     this.sinkErrorLogged = false;
   }
 
-  /** The far end's report of the fraction of our packets it lost (RTCP): sets the encoder's loss protection. */
+  /** The far end's report of the fraction of our packets it lost (RTCP): sets the encoder's loss protection.
+   *  Kept across calls: a reconnect is often the network's doing, and the next call's reports correct it. */
   reportLoss(fractionLost: number): void {
     const percent = this.lossPolicy.report(fractionLost);
     if (percent === undefined) return;
