@@ -3,6 +3,7 @@
 import { createHook } from 'node:async_hooks';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitUntil } from '../support/audioCapture.js';
 import {
   Event, MediaStreamTrack, RTCRtpCodecParameters, RTCRtpReceiver, RtpHeader, RtpPacket, UdpTransport, compactNtp, getBit, int, ntpTime,
   ntpTimeToEpochMs, uint32Add, useTWCC,
@@ -174,19 +175,11 @@ describe('werift UdpTransport (an IP literal skips dns.lookup once bound)', () =
     b.onData = (data: Buffer) => got.push(data.toString());
     lookups = [];
     for (let i = 0; i < 20; i++) await a.send(Buffer.from(`ip ${i}`), ['127.0.0.1', b.port]);
-    await until(() => got.length === 20);
+    await waitUntil(() => got.length === 20, 2000, '20 datagrams');
     expect(lookups).toEqual([]);
     await a.send(Buffer.from('by name'), ['localhost', b.port]);
-    await until(() => got.includes('by name'));
+    await waitUntil(() => got.includes('by name'), 2000, 'the datagram sent by name');
     expect(lookups).toContain('localhost');
     expect(got.slice(0, 20)).toEqual(Array.from({ length: 20 }, (_, i) => `ip ${i}`));
   });
 });
-
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
