@@ -200,6 +200,39 @@ export const PATCHES = [
       '  return speakerAgentLastCodecName[1];\n' +
       '}\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'Bundling leaked the replaced transport: an offer gathers ICE candidates (one UDP socket per address) for the ' +
+      'audio transceiver and again for the data channel; when the answer bundles them, werift points the data ' +
+      'channel (or a second transceiver) at the first transport and forgets the other without stopping it, so its ' +
+      'sockets stayed open for the life of the process (3 per call here: a speaker that reconnects a few hundred ' +
+      'times ran out of descriptors). The replaced transport is now stopped (test/vendor/weriftBundleLeak.test.ts).',
+    from:
+      '          } else {\n' +
+      '            transceiver.setDtlsTransport(bundleTransport);\n' +
+      '          }\n',
+    to:
+      '          } else { // speaker-agent patch: stop the transport bundling replaces (its ICE sockets leaked)\n' +
+      '            const speakerAgentOrphan = transceiver.dtlsTransport;\n' +
+      '            transceiver.setDtlsTransport(bundleTransport);\n' +
+      '            if (speakerAgentOrphan && speakerAgentOrphan !== bundleTransport && !this.dtlsTransports.includes(speakerAgentOrphan)) speakerAgentOrphan.stop().catch(() => undefined);\n' +
+      '          }\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'The same leak for the data channel\'s SCTP transport, the case every call of the agent hits (see above).',
+    from:
+      '          } else {\n' +
+      '            sctpTransport.setDtlsTransport(bundleTransport);\n' +
+      '          }\n',
+    to:
+      '          } else { // speaker-agent patch: stop the transport bundling replaces (its ICE sockets leaked)\n' +
+      '            const speakerAgentOrphan = sctpTransport.dtlsTransport;\n' +
+      '            sctpTransport.setDtlsTransport(bundleTransport);\n' +
+      '            if (speakerAgentOrphan && speakerAgentOrphan !== bundleTransport && !this.dtlsTransports.includes(speakerAgentOrphan)) speakerAgentOrphan.stop().catch(() => undefined);\n' +
+      '          }\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

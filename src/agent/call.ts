@@ -60,8 +60,12 @@ export class Call {
 
   constructor(private readonly o: CallOptions) {
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    this.watchdog = new LivenessWatchdog(o.livenessTimeoutMs, (silentMs) =>
-      this.end(new AgentError('call_failed', `no audio, RTCP or data-channel message from the peer for ${Math.round(silentMs)} ms`)),
+    const transport = o.transport;
+    this.watchdog = new LivenessWatchdog(
+      o.livenessTimeoutMs,
+      (_silentMs, why) => this.end(new AgentError('call_failed', why)),
+      undefined,
+      transport.probe ? () => transport.probe!() : undefined,
     );
   }
 
@@ -89,7 +93,7 @@ export class Call {
   private async connectWith(sig: AbortSignal, timedOut: () => boolean): Promise<void> {
     const session = await this.o.client.createSession(['text', 'audio']);
     this.sessionId = session.id;
-    const seen = this.watchdog.seen;
+    const { seen, media } = this.watchdog;
     try {
       await this.o.transport.connect({
         session,
@@ -97,7 +101,7 @@ export class Call {
         signal: sig,
         handlers: {
           onAudio: (p, ns) => {
-            seen();
+            media();
             this.o.hooks.onAudio(p, ns);
           },
           onActivity: seen,

@@ -44,6 +44,10 @@ export interface TransportLayer {
   sendAudio(opus: Buffer, samples: number): void;
   /** Closes the call so the peer sees it go (DTLS close + SCTP abort); idempotent. */
   close(): Promise<void>;
+  /** Asks the peer whether it is still there (WebRTC: an ICE consent check on the selected pair); resolves
+   *  true when it answered within about a second and a half. Optional: without it the liveness watchdog
+   *  falls back to its silence timeout. */
+  probe?(): Promise<boolean>;
 }
 
 export type TransportFactory = () => TransportLayer;

@@ -43,6 +43,22 @@ export function toWeriftIceServers(servers: IceServer[]): RTCIceServer[] {
   }));
 }
 
+/** The parts of werift's ICE connection (0.24.4, not in its public types) a consent check needs. */
+interface IceConnectionInternals {
+  state: string;
+  nominated?: {
+    rtt?: number;
+    localCandidate: unknown;
+    remoteAddr: readonly [string, number];
+    protocol: { request(req: unknown, addr: readonly [string, number], key: Buffer, opts: { retransmissions: number; responseTimeout: number }): Promise<unknown> };
+  };
+  localUsername: string;
+  remoteUsername: string;
+  remotePassword: string;
+  iceControlling: boolean;
+  buildRequest(o: { nominate: boolean; localUsername: string; remoteUsername: string; iceControlling: boolean; localCandidate: unknown }): unknown;
+}
+
 export class WebrtcTransport implements TransportLayer {
   private pc: RTCPeerConnection | undefined;
   private dc: RTCDataChannel | undefined;
@@ -67,6 +83,9 @@ export class WebrtcTransport implements TransportLayer {
     this.handlers = o.handlers;
     const pc = new RTCPeerConnection({
       iceServers: toWeriftIceServers(o.session.iceServers),
+      // One transport for audio and the data channel from the offer on: werift otherwise gathers candidates (a
+      // UDP socket per address) twice and drops the second set when the answer bundles.
+      bundlePolicy: 'max-bundle',
       iceAdditionalHostAddresses: this.opts.additionalHostAddresses?.length ? this.opts.additionalHostAddresses : undefined,
       codecs: { audio: [opusCodec()], video: [] },
       dtls: { keys: dtlsKeys() },
@@ -172,6 +191,35 @@ export class WebrtcTransport implements TransportLayer {
     this.ts = (this.ts + samples) >>> 0;
     // sendRtp only rejects if the DTLS transport broke mid-send: the connection-state handler reports that.
     this.transceiver!.sender.sendRtp(new RtpPacket(header, opus)).catch(() => undefined);
+  }
+
+  /** An ICE consent check (RFC 7675) on the selected pair, outside werift's own 5 s cadence: a live ICE agent
+   *  answers at once, a killed or frozen one never does. Four tries, each waiting twice the pair's round trip
+   *  plus 250 ms (at least 350 ms), so a lost packet or two on Wi-Fi is not a death. */
+  async probe(): Promise<boolean> {
+    const conn = this.pc?.iceTransports[0]?.connection as unknown as IceConnectionInternals | undefined;
+    const pair = conn?.nominated;
+    if (!conn || !pair || this.closing || conn.state === 'closed' || conn.state === 'failed') return false;
+    const timeout = Math.max(350, Math.round((pair.rtt ?? 0) * 2000 + 250));
+    for (let attempt = 0; attempt < 4 && !this.closing; attempt++) {
+      const request = conn.buildRequest({
+        nominate: false,
+        localUsername: conn.localUsername,
+        remoteUsername: conn.remoteUsername,
+        iceControlling: conn.iceControlling,
+        localCandidate: pair.localCandidate,
+      });
+      try {
+        await pair.protocol.request(request, pair.remoteAddr, Buffer.from(conn.remotePassword, 'utf8'), {
+          retransmissions: 0,
+          responseTimeout: timeout,
+        });
+        return true;
+      } catch {
+        /* no answer in time: try again */
+      }
+    }
+    return false;
   }
 
   private reportClosed(reason: AgentError): void {
