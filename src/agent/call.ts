@@ -124,6 +124,11 @@ export class Call {
     this.watchdog.start();
   }
 
+  /** consent checks the liveness watchdog made and how many were answered */
+  get liveness(): { probes: number; answered: number } {
+    return this.watchdog.stats;
+  }
+
   sendAudio(opus: Buffer, samples: number): void {
     if (this.up) this.o.transport.sendAudio(opus, samples);
   }
