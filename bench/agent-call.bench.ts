@@ -6,133 +6,14 @@
 //   - agent RSS, and RSS growth over a long call (3 min; 10 min with BENCH_LONG=1)
 // The agent runs as an installed build does: bundled by scripts/build.mjs (as `npm run build`) into
 // .test-runtime/bench-agent/, started with the systemd unit's node flags and environment.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
+import { BENCH_KEY as KEY, CLK_TCK, buildAgent, cpuTicks, rssMb, spawnAgent, startVirtualAudio, stealTicks, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
-import { unitEnvironment, unitNodeFlags } from './unitFlags.js';
-// @ts-expect-error plain JavaScript build script, no type declarations
-import { bundle } from '../scripts/build.mjs';
-
-const ROOT = path.resolve(import.meta.dirname, '..');
-const KEY = 'bench-workspace-key';
-const CLK_TCK = 100; // Linux USER_HZ
-const PAGE = 4096;
-
-interface AgentProc {
-  child: ChildProcess;
-  /** resolves at the next log line whose msg matches */
-  next(msg: RegExp, timeoutMs: number): Promise<number>;
-  lines: string[];
-}
-
-function startVirtualAudio(): void {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-pulse-'));
-  const out = execFileSync(path.join(ROOT, 'scripts/virtual-audio.sh'), ['start'], { env: { ...process.env, SPEAKER_AGENT_PULSE_DIR: dir }, encoding: 'utf8' });
-  for (const line of out.split('\n')) {
-    const m = /^export (\w+)=(.*)$/.exec(line.trim());
-    if (m) process.env[m[1]] = m[2];
-  }
-}
-
-function stopVirtualAudio(): void {
-  try {
-    execFileSync(path.join(ROOT, 'scripts/virtual-audio.sh'), ['stop'], { env: process.env });
-  } catch {
-    /* gone */
-  }
-}
-
-/** Bundles test/support/agentProcessMain.ts exactly as `npm run build` bundles the CLI (scripts/build.mjs). */
-async function buildAgent(): Promise<string> {
-  const outdir = path.join(ROOT, '.test-runtime', 'bench-agent');
-  await (bundle as (o: object) => Promise<unknown>)({ outdir, quiet: true, extraEntryPoints: { 'agent-main': 'test/support/agentProcessMain.ts' } });
-  return path.join(outdir, 'agent-main.js');
-}
-
-
-let agentMain = '';
-
-function spawnAgent(url: string, stateDir: string): AgentProc {
-  const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
-  const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...unitEnvironment('speaker-agent.service'),
-      SPEAKER_AGENT_SERVER_URL: url,
-      SPEAKER_AGENT_WORKSPACE_KEY: KEY,
-      SPEAKER_AGENT_CONFIG_DIR: configDir,
-      SPEAKER_AGENT_STATE_DIR: stateDir,
-      SPEAKER_AGENT_MIXER_CONTROL: 'Master',
-      SPEAKER_AGENT_DUPLEX: 'full', // two-way: the mic is not gated while the peer's tone plays
-      SPEAKER_AGENT_LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  const lines: string[] = [];
-  const waiters: Array<{ re: RegExp; resolve: (t: number) => void }> = [];
-  createInterface({ input: child.stdout! }).on('line', (l) => {
-    const t = performance.now();
-    lines.push(l);
-    if (lines.length > 2000) lines.splice(0, 1000);
-    let msg = '';
-    try {
-      msg = String((JSON.parse(l) as { msg?: unknown }).msg ?? '');
-    } catch {
-      return;
-    }
-    for (const w of [...waiters]) {
-      if (w.re.test(msg)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(t);
-      }
-    }
-  });
-  return {
-    child,
-    lines,
-    next: (re, timeoutMs) =>
-      new Promise((resolve, reject) => {
-        const w = { re, resolve: (t: number) => (clearTimeout(timer), resolve(t)) };
-        const timer = setTimeout(() => {
-          waiters.splice(waiters.indexOf(w), 1);
-          reject(new Error(`agent: no "${re.source}" within ${timeoutMs} ms; last lines: ${lines.slice(-3).join(' | ')}`));
-        }, timeoutMs);
-        waiters.push(w);
-      }),
-  };
-}
-
-async function stopAgent(a: AgentProc): Promise<void> {
-  if (a.child.exitCode !== null) return;
-  const exited = new Promise((r) => a.child.once('exit', r));
-  a.child.kill('SIGTERM');
-  const t = setTimeout(() => a.child.kill('SIGKILL'), 3000);
-  await exited;
-  clearTimeout(t);
-}
-
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]); // utime + stime
-}
-
-/** CPU time the hypervisor gave to others while this VM wanted it (/proc/stat "steal"), in ticks, all CPUs. */
-function stealTicks(): number {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
-  return Number(cpu[8] ?? 0);
-}
-
-function rssMb(pid: number): number {
-  const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
-  return (pages * PAGE) / 1024 / 1024;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -153,7 +34,7 @@ function slope(xs: number[], ys: number[]): number {
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   startVirtualAudio();
-  agentMain = await buildAgent();
+  const agentMain = await buildAgent();
   const peer = new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-peer-')), 'enrolled.json') });
   await peer.start();
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'bench-state-'));
@@ -164,7 +45,7 @@ export async function run(): Promise<BenchRow[]> {
     const starts: number[] = [];
     for (let i = 0; i < 3; i++) {
       const t0 = performance.now();
-      const a = spawnAgent(peer.url, stateDir);
+      const a = spawnAgent(agentMain, peer.url, stateDir);
       starts.push((await a.next(/^call connected$/, 20_000)) - t0);
       if (i < 2) await stopAgent(a);
       else agent = a;

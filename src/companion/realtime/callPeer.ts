@@ -114,14 +114,17 @@ export class CallPeer {
     return this.pc.connectionState;
   }
 
+  /** Ends the call so the device knows at once: werift's pc.close() tears DTLS down before SCTP, so no SCTP
+   *  ABORT would reach the device, which would then notice only through its liveness checks. Stopping SCTP first
+   *  sends the ABORT while DTLS is up (the agent closes its side the same way). Bounded: a stuck transport
+   *  cannot hold up a server shutdown. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    try {
-      await this.pc.close();
-    } catch {
-      /* already torn down */
-    }
+    const bounded = (p: Promise<unknown> | undefined) =>
+      Promise.race([(p ?? Promise.resolve()).catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())]);
+    await bounded(this.pc.sctpTransport?.stop());
+    await bounded(this.pc.close());
   }
 
   private attachChannel(channel: RTCDataChannel): void {

@@ -1,0 +1,143 @@
+// The agent as a process for the benches: a real agent PROCESS (test/support/agentProcessMain.ts: PortAudio on the
+// virtual sound card, amixer, werift), bundled as `npm run build` bundles the CLI and started with the systemd
+// unit's node flags and environment; its log lines, CPU ticks, resident memory and open descriptors.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { unitEnvironment, unitNodeFlags } from './unitFlags.js';
+// @ts-expect-error plain JavaScript build script, no type declarations
+import { bundle } from '../scripts/build.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+export const BENCH_KEY = 'bench-workspace-key';
+export const CLK_TCK = 100; // Linux USER_HZ
+const PAGE = 4096;
+
+export interface AgentProc {
+  child: ChildProcess;
+  /** resolves at the next log line whose msg matches */
+  next(msg: RegExp, timeoutMs: number): Promise<number>;
+  lines: string[];
+}
+
+export function startVirtualAudio(): void {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-pulse-'));
+  const out = execFileSync(path.join(ROOT, 'scripts/virtual-audio.sh'), ['start'], { env: { ...process.env, SPEAKER_AGENT_PULSE_DIR: dir }, encoding: 'utf8' });
+  for (const line of out.split('\n')) {
+    const m = /^export (\w+)=(.*)$/.exec(line.trim());
+    if (m) process.env[m[1]] = m[2];
+  }
+}
+
+export function stopVirtualAudio(): void {
+  try {
+    execFileSync(path.join(ROOT, 'scripts/virtual-audio.sh'), ['stop'], { env: process.env });
+  } catch {
+    /* gone */
+  }
+}
+
+/** Bundles test/support/agentProcessMain.ts exactly as `npm run build` bundles the CLI (scripts/build.mjs). */
+export async function buildAgent(): Promise<string> {
+  const outdir = path.join(ROOT, '.test-runtime', 'bench-agent');
+  await (bundle as (o: object) => Promise<unknown>)({ outdir, quiet: true, extraEntryPoints: { 'agent-main': 'test/support/agentProcessMain.ts' } });
+  return path.join(outdir, 'agent-main.js');
+}
+
+
+/** Starts the agent against url; `config` is written as its config.json (settings the variables do not cover). */
+export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object): AgentProc {
+  const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
+  if (config) writeFileSync(path.join(configDir, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+  const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...unitEnvironment('speaker-agent.service'),
+      SPEAKER_AGENT_SERVER_URL: url,
+      SPEAKER_AGENT_WORKSPACE_KEY: BENCH_KEY,
+      SPEAKER_AGENT_CONFIG_DIR: configDir,
+      SPEAKER_AGENT_STATE_DIR: stateDir,
+      SPEAKER_AGENT_MIXER_CONTROL: 'Master',
+      SPEAKER_AGENT_DUPLEX: 'full', // two-way: the mic is not gated while the peer's tone plays
+      SPEAKER_AGENT_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const lines: string[] = [];
+  const waiters: Array<{ re: RegExp; resolve: (t: number) => void }> = [];
+  createInterface({ input: child.stdout! }).on('line', (l) => {
+    const t = performance.now();
+    lines.push(l);
+    if (lines.length > 2000) lines.splice(0, 1000);
+    let msg = '';
+    try {
+      msg = String((JSON.parse(l) as { msg?: unknown }).msg ?? '');
+    } catch {
+      return;
+    }
+    for (const w of [...waiters]) {
+      if (w.re.test(msg)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(t);
+      }
+    }
+  });
+  return {
+    child,
+    lines,
+    next: (re, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        const w = { re, resolve: (t: number) => (clearTimeout(timer), resolve(t)) };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(w), 1);
+          reject(new Error(`agent: no "${re.source}" within ${timeoutMs} ms; last lines: ${lines.slice(-3).join(' | ')}`));
+        }, timeoutMs);
+        waiters.push(w);
+      }),
+  };
+}
+
+export async function stopAgent(a: AgentProc): Promise<void> {
+  if (a.child.exitCode !== null) return;
+  const exited = new Promise((r) => a.child.once('exit', r));
+  a.child.kill('SIGTERM');
+  const t = setTimeout(() => a.child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(t);
+}
+
+export function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]); // utime + stime
+}
+
+/** CPU time the hypervisor gave to others while this VM wanted it (/proc/stat "steal"), in ticks, all CPUs. */
+export function stealTicks(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  return Number(cpu[8] ?? 0);
+}
+
+export function rssMb(pid: number): number {
+  const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+  return (pages * PAGE) / 1024 / 1024;
+}
+
+
+/** open descriptors of a process, and how many of them are sockets */
+export function descriptorsOf(pid: number): { total: number; sockets: number } {
+  let total = 0;
+  let sockets = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      total++;
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) sockets++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return { total, sockets };
+}
