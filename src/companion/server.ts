@@ -3,11 +3,9 @@
 // Request logging never includes headers (device secrets and workspace keys travel in them).
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { silentLogger, type Logger } from '../common/logger.js';
-import { realtimeErrorBody } from '../protocol/realtimeErrors.js';
-import { RestError } from '../protocol/restErrors.js';
 import { createCompanionContext, type CompanionContext, type SpeechEngines } from './context.js';
 import { audioRoutes } from './routes/audio.js';
-import { toRestError } from './routes/restErrors.js';
+import { clientErrorHandler, sendError, sendNotFound } from './httpErrors.js';
 import { restApi } from './routes/restApi.js';
 import { ensureVoicePreviews } from './services/voicePreviews.js';
 import type { CompanionSettings } from './settings.js';
@@ -76,6 +74,9 @@ export async function startCompanionServer(settings: CompanionSettings, opts: St
       bodyLimit: 1024 * 1024, // JSON bodies; the multipart upload has its own limit (maxUploadBytes)
       forceCloseConnections: true,
       return503OnClosing: true,
+      // errors before a route runs, and before a request exists, in the spec's shape too (httpErrors.ts)
+      frameworkErrors: (err, req, reply) => sendError(logger, err, req, reply),
+      clientErrorHandler: clientErrorHandler(logger),
     });
     app = http;
     http.addHook('onResponse', async (req, reply) => {
@@ -83,20 +84,8 @@ export async function startCompanionServer(settings: CompanionSettings, opts: St
         logger.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
       }
     });
-    http.setErrorHandler((err, req, reply) => {
-      const isRealtime = req.url.startsWith('/v1/realtime');
-      const rest = toRestError(err);
-      if (rest.code === 'INTERNAL_ERROR') logger.error({ err, method: req.method, url: req.url.split('?')[0] }, 'request failed');
-      if (isRealtime) {
-        const status = rest.status >= 500 ? 500 : 400;
-        return reply.code(status).send(realtimeErrorBody(status === 500 ? 'server_error' : 'invalid_json', rest.message));
-      }
-      return reply.code(rest.status).send(rest.toBody());
-    });
-    http.setNotFoundHandler((req, reply) => {
-      const e = new RestError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
-      return reply.code(404).send(e.toBody());
-    });
+    http.setErrorHandler((err, req, reply) => sendError(logger, err, req, reply));
+    http.setNotFoundHandler((req, reply) => sendNotFound(req, reply));
 
     await http.register(restApi(ctx), { prefix: '/v1/app' });
     await http.register(audioRoutes(ctx));

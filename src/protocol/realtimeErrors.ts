@@ -22,11 +22,13 @@ export const REALTIME_ERRORS = {
   invalid_modalities: { status: 400, type: 'invalid_request_error', when: 'modalities is not an array of "text"/"audio"' },
   invalid_sdp: { status: 400, type: 'invalid_request_error', when: 'the SDP offer is empty, not SDP, or cannot be negotiated' },
   no_audio_in_offer: { status: 400, type: 'invalid_request_error', when: 'the SDP offer has no audio section with the Opus codec' },
+  invalid_request: { status: 400, type: 'invalid_request_error', when: 'a request that is not well formed HTTP: a bad percent-escape or an over-long path, headers over 16 KiB, a body over the limit, unparseable HTTP' },
   invalid_client_id: { status: 401, type: 'authentication_error', when: 'X-Client-Id is not a UUID' },
   invalid_workspace_key: { status: 401, type: 'authentication_error', when: 'X-Workspace-Key matches no workspace' },
   secret_mismatch: { status: 401, type: 'authentication_error', when: 'the client is enrolled with another secret (trust on first use)' },
   client_not_found: { status: 404, type: 'not_found_error', when: 'the workspace does not enroll new clients automatically and this client id was never registered' },
   client_not_activated: { status: 404, type: 'not_found_error', when: 'the client was disabled by an administrator' },
+  not_found: { status: 404, type: 'not_found_error', when: 'no such route or method under /v1/realtime' },
   too_many_calls: { status: 500, type: 'server_error', when: 'the server holds its configured maximum of calls' },
   server_error: { status: 500, type: 'server_error', when: 'an unexpected fault on the server' },
 } as const satisfies Record<string, RealtimeErrorDef>;

@@ -1,7 +1,8 @@
 // GET /voices, POST /voices/clone (multipart), POST /voices/design (JSON).
 import { createWriteStream, promises as fs } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { Multipart } from '@fastify/multipart';
 import { RestError } from '../../protocol/restErrors.js';
 import type { CompanionContext } from '../context.js';
 import { dbGeneration } from '../db/database.js';
@@ -73,17 +74,34 @@ export function voiceRoutes(ctx: CompanionContext): FastifyPluginAsync {
       };
     });
 
+    /** req.parts(), with the parser's own failures (a truncated body, a broken part header) as INVALID_MULTIPART
+     *  instead of a 500: they are the client's doing. */
+    async function* multipartParts(req: FastifyRequest) {
+      const it = req.parts()[Symbol.asyncIterator]();
+      for (;;) {
+        let next: IteratorResult<Multipart>;
+        try {
+          next = await it.next();
+        } catch (err) {
+          throw multipartError(err);
+        }
+        if (next.done) return;
+        yield next.value;
+      }
+    }
+
     app.post('/voices/clone', async (req, reply) => {
       if (!req.isMultipart()) {
         throw new RestError('UNSUPPORTED_CONTENT_TYPE', 'voices/clone takes multipart/form-data (fields name, description, audio_file)');
       }
+      checkBoundary(req.headers['content-type'] ?? '');
       const signal = requestAbortSignal(req, reply);
       const upload = ctx.audio.tempPath('.upload');
       const fields: Record<string, string> = {};
       let uploaded = false;
       try {
         // the file streams to disk (the size limit is enforced while it arrives); nothing is buffered whole
-        for await (const part of req.parts()) {
+        for await (const part of multipartParts(req)) {
           if (part.type === 'file') {
             if (part.fieldname !== 'audio_file' || uploaded) {
               part.file.resume();
@@ -96,7 +114,9 @@ export function voiceRoutes(ctx: CompanionContext): FastifyPluginAsync {
               if ((err as { statusCode?: number }).statusCode === 413 || part.file.truncated) {
                 throw new RestError('PAYLOAD_TOO_LARGE', `audio_file is larger than ${ctx.settings.maxUploadBytes} bytes`, { cause: err });
               }
-              throw err;
+              // the disk side failing is ours; the stream side (the body ended mid-file) is the client's
+              if (typeof (err as NodeJS.ErrnoException).syscall === 'string') throw new RestError('STORAGE_ERROR', 'the upload could not be stored', { cause: err });
+              throw multipartError(err);
             }
           } else if (typeof part.value === 'string') {
             fields[part.fieldname] = part.value;
@@ -138,4 +158,23 @@ export function voiceRoutes(ctx: CompanionContext): FastifyPluginAsync {
       return reply.code(201).send(created);
     });
   };
+}
+
+/** RFC 2046: a boundary is 1 to 70 characters of a restricted set. Checked before parsing, so a missing or
+ *  monstrous one (busboy throws on boundaries over ~250 characters) is a clear 400. */
+function checkBoundary(contentType: string): void {
+  const m = /;\s*boundary=(?:"([^"]*)"|([^;\s]*))/i.exec(contentType);
+  const boundary = m?.[1] ?? m?.[2] ?? '';
+  if (!boundary) throw new RestError('INVALID_MULTIPART', 'the multipart Content-Type has no boundary parameter');
+  if (boundary.length > 70 || !/^[0-9A-Za-z'()+_,\-./:=? ]*[0-9A-Za-z'()+_,\-./:=?]$/.test(boundary)) {
+    throw new RestError('INVALID_MULTIPART', 'the multipart boundary must be 1 to 70 characters of the RFC 2046 set');
+  }
+}
+
+/** A failure of the multipart parser as the client's error; limits keep their own codes (toRestError). */
+function multipartError(err: unknown): unknown {
+  if (err instanceof RestError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && code.startsWith('FST_')) return err; // limits: 413 through toRestError
+  return new RestError('INVALID_MULTIPART', `the multipart body could not be parsed: ${(err as Error)?.message ?? 'unknown error'}`, { cause: err });
 }
