@@ -6,6 +6,11 @@ import path from 'node:path';
 import * as z from '../common/zodMini.js';
 import { setPath } from '../common/setPath.js';
 
+/** Two-way calls one core of the development machine holds with no late frame (bench companion-realtime, issue
+ *  #2: 32 and 28 in two runs). A Raspberry Pi core holds fewer: set realtime.maxCalls there. */
+export const CALLS_PER_CORE = 32;
+const DEFAULT_MAX_CALLS = CALLS_PER_CORE * os.availableParallelism();
+
 // zod/mini, as the agent's schemas (src/common/zodMini.ts): one zod flavour in the bundle keeps the agent's chunk
 // small (classic zod anywhere would put all of zod's core and locales in a chunk the agent shares).
 
@@ -55,8 +60,8 @@ export const CompanionSettingsSchema = z.object({
       iceServers: z._default(z.array(IceServerSchema), []),
       /** which assistant transcript event names the server emits (spec section 6: both exist) */
       transcriptFamily: z._default(z.enum(['ga', 'legacy']), 'ga'),
-      /** simultaneous calls the server accepts */
-      maxCalls: z._default(z.coercedInt(1, 64), 4),
+      /** simultaneous calls the server accepts (default: what this machine holds, CALLS_PER_CORE per core) */
+      maxCalls: z._default(z.coercedInt(1, 4096), DEFAULT_MAX_CALLS),
       /** a call without media or data-channel traffic for this long is closed */
       idleTimeoutMs: z._default(z.coercedInt(1_000, 3_600_000), 60_000),
       /** a call whose ICE/DTLS never completes is closed after this long */
@@ -122,7 +127,7 @@ export const COMPANION_ENV_OVERRIDES: readonly CompanionEnvOverride[] = [
   { env: 'SPEAKER_AGENT_COMPANION_TTS_API_KEY', key: 'tts.http.apiKey', description: 'API key of the external TTS server' },
   { env: 'SPEAKER_AGENT_COMPANION_ICE_SERVERS', key: 'realtime.iceServers', description: 'JSON array of {urls, username, credential}', json: true },
   { env: 'SPEAKER_AGENT_COMPANION_TRANSCRIPT_FAMILY', key: 'realtime.transcriptFamily', description: 'ga or legacy assistant transcript event names' },
-  { env: 'SPEAKER_AGENT_COMPANION_MAX_CALLS', key: 'realtime.maxCalls', description: 'simultaneous calls (default 4)' },
+  { env: 'SPEAKER_AGENT_COMPANION_MAX_CALLS', key: 'realtime.maxCalls', description: 'simultaneous calls (default 32 per core)' },
   { env: 'SPEAKER_AGENT_COMPANION_IDLE_TIMEOUT_MS', key: 'realtime.idleTimeoutMs', description: 'close a silent call after this many ms' },
   { env: 'SPEAKER_AGENT_COMPANION_BRAIN', key: 'realtime.brain.kind', description: 'rules (offline) or openai (an OpenAI-compatible endpoint)' },
   { env: 'SPEAKER_AGENT_COMPANION_BRAIN_URL', key: 'realtime.brain.baseUrl', description: 'base URL of the OpenAI-compatible endpoint' },

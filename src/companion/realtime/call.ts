@@ -34,7 +34,7 @@ export interface CallDeps {
   onClosed: (call: Call) => void;
 }
 
-export type CallEndReason = 'connect_timeout' | 'idle_timeout' | 'transport' | 'server_shutdown';
+export type CallEndReason = 'connect_timeout' | 'idle_timeout' | 'transport' | 'server_shutdown' | 'superseded';
 
 export class Call {
   readonly id = newId('call');

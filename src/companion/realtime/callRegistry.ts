@@ -71,8 +71,25 @@ export class CallRegistry {
     return this.calls.size;
   }
 
-  /** Creates the call's peer and returns the SDP answer. Throws CallLimitError, CallPeerError or a fault. */
+  /** Whether an offer from this device would be taken: its own unconnected call does not count (superseded). */
+  hasRoomFor(workspaceId: string, clientId: string): boolean {
+    if (this.shuttingDown) return false;
+    let held = this.calls.size;
+    for (const c of this.calls.values()) if (this.isPendingOf(c, workspaceId, clientId)) held--;
+    return held < this.opts.maxCalls;
+  }
+
+  private isPendingOf(c: Call, workspaceId: string, clientId: string): boolean {
+    return !c.connected && c.session.clientId === clientId && c.session.workspaceId === workspaceId;
+  }
+
+  /** Creates the call's peer and returns the SDP answer. Throws CallLimitError, CallPeerError or a fault.
+   *  A device holds at most one call that has not connected yet: its new offer supersedes the old one (a device
+   *  retrying after its own connect timeout, or one posting offers it never completes, cannot take the slots of
+   *  every other device; each offer costs a werift peer and its sockets until the 15 s connect timeout). */
   async start(session: SessionRecord, offerSdp: string): Promise<{ call: Call; answer: string }> {
+    const superseded = [...this.calls.values()].filter((c) => this.isPendingOf(c, session.workspaceId, session.clientId));
+    await Promise.all(superseded.map((c) => c.close('superseded', 'the device posted a newer offer')));
     if (this.shuttingDown || this.calls.size >= this.opts.maxCalls) {
       throw new CallLimitError(`the server holds its maximum of ${this.opts.maxCalls} calls`);
     }

@@ -183,7 +183,7 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
       }
       const offer = checkOffer(req.body);
       if (!offer.ok) return sendError(reply, offer.code, offer.message);
-      if (calls.size >= rt.maxCalls) return sendError(reply, 'too_many_calls', `the server holds its maximum of ${rt.maxCalls} calls`);
+      if (!calls.hasRoomFor(device.workspaceId, device.clientId)) return sendError(reply, 'too_many_calls', `the server holds its maximum of ${rt.maxCalls} calls`);
       const session = sessions.claim(device.workspaceId, device.clientId);
       syncStoryNames(device.workspaceId);
       try {

@@ -209,6 +209,36 @@ describe('POST /v1/realtime (SDP exchange)', () => {
   });
 });
 
+describe('unconnected offers are limited per device (issue 17)', () => {
+  it('regression: four offers a device never completes no longer lock every other device out; its newest offer supersedes the older ones', async () => {
+    const srv = await startRealtimeTestServer({ realtime: { maxCalls: 4, connectTimeoutMs: 15_000 } });
+    try {
+      const greedy = srv.newDevice();
+      for (let i = 0; i < 4; i++) {
+        const r = await post(srv, '/v1/realtime', { ...greedy, ...sdpType }, await offer());
+        expect(r.status).toBe(200);
+      }
+      // one slot is held by the greedy device (its newest offer), three are free: before, all four were its own
+      for (let i = 0; i < 3; i++) {
+        const r = await post(srv, '/v1/realtime', { ...srv.newDevice(), ...sdpType }, await offer());
+        expect(r.status).toBe(200);
+      }
+      // now the server is full: a fifth device is refused, the greedy device's newest offer still replaces its own
+      await expectError(await post(srv, '/v1/realtime', { ...srv.newDevice(), ...sdpType }, await offer()), 'too_many_calls');
+      expect((await post(srv, '/v1/realtime', { ...greedy, ...sdpType }, await offer())).status).toBe(200);
+    } finally {
+      await srv.close();
+    }
+  }, 60_000);
+
+  it('the default call limit is what the server holds: 32 calls per core', async () => {
+    const { loadCompanionSettings, CALLS_PER_CORE } = await import('../../../src/companion/settings.js');
+    const os = await import('node:os');
+    expect(CALLS_PER_CORE).toBe(32);
+    expect(loadCompanionSettings({}, {}).realtime.maxCalls).toBe(32 * os.availableParallelism());
+  });
+});
+
 describe('realtime client ids', () => {
   it('accepts an upper-case UUID as the same client (ids are case-insensitive)', async () => {
     const srv = await startRealtimeTestServer();
