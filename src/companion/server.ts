@@ -1,6 +1,8 @@
 // The companion server: one Fastify instance serving the REST API (/v1/app, routes/), signed audio
 // (/v1/audio) and the realtime routes (/v1/realtime*, realtime/plugin.ts), all on one port.
 // Request logging never includes headers (device secrets and workspace keys travel in them).
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { silentLogger, type Logger } from '../common/logger.js';
 import { createCompanionContext, type CompanionContext, type SpeechEngines } from './context.js';
@@ -44,6 +46,27 @@ async function loadRealtime(ctx: CompanionContext): Promise<RealtimeService | un
   return mod.createRealtimeService?.(ctx);
 }
 
+const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+const LINGER_MAX_MS = 10_000;
+
+/** Called before the reply is written while the request body is still unread: read and discard the rest, and
+ *  when Node would destroy the socket after the response (Connection: close), half-close it instead, so the
+ *  client reads the response before the connection goes. */
+function lingerOnUnreadBody(req: IncomingMessage): void {
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  if (req.complete || req.destroyed || !socket || (socket as { speakerAgentLinger?: boolean }).speakerAgentLinger) return;
+  (socket as { speakerAgentLinger?: boolean }).speakerAgentLinger = true;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MAX_MS).unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.destroySoon = () => socket.end(); // FIN after the response; the socket closes when the client's FIN comes
+  let read = 0;
+  req.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > LINGER_MAX_BYTES) socket.destroy();
+  });
+  req.resume();
+}
+
 export async function startCompanionServer(settings: CompanionSettings, opts: StartOptions = {}): Promise<CompanionServer> {
   const logger = opts.logger ?? silentLogger;
   const { context: ctx, setListeningUrl } = await createCompanionContext(settings, { logger, speech: opts.speech });
@@ -79,6 +102,14 @@ export async function startCompanionServer(settings: CompanionSettings, opts: St
       clientErrorHandler: clientErrorHandler(logger),
     });
     app = http;
+    // A request refused before its body was read (bad credentials, a body over the limit): keep reading and
+    // discarding the rest for a while before the connection closes. Closing a socket with unread data sends a TCP
+    // RST, and the client's kernel then drops our error response before the client reads it (lingering close, as
+    // nginx does). Bounded in bytes and time, so a client cannot keep the server reading forever.
+    http.addHook('onSend', async (req, _reply, payload) => {
+      lingerOnUnreadBody(req.raw);
+      return payload;
+    });
     http.addHook('onResponse', async (req, reply) => {
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ method: req.method, url: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

@@ -8,6 +8,8 @@ export interface FuzzCase {
   kind: string;
   /** the path the request names, when it names one (for the expected error shape) */
   path?: string;
+  /** sent after bytes, by reference (a large body shared by many requests is not copied) */
+  tail?: Buffer;
   /** a request that is odd but valid (an OPTIONS preflight, many small headers, a session body with extra
    *  fields): it may succeed; it must still never get a 5xx */
   mayPass?: boolean;
@@ -183,6 +185,7 @@ export function sendRaw(port: number, c: FuzzCase, timeoutMs = 15_000): Promise<
     s.on('error', () => undefined); // EPIPE/ECONNRESET when the server answers before the body is sent
     s.on('close', finish);
     s.write(c.bytes, () => undefined);
+    if (c.tail) s.write(c.tail, () => undefined);
   });
 }
 
