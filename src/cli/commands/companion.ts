@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { createLogger } from '../../common/logger.js';
+import { startMemoryKeeper } from '../../common/memoryKeeper.js';
 import { createSdNotifier, startWatchdog } from '../../common/sdNotify.js';
 import { emit, printLine, table } from '../output.js';
 import { stdoutFd } from '../stdio.js';
@@ -77,11 +78,17 @@ Examples:
     logger.info({ url: server.url, dataDir: settings.dataDir, systemd: notifier.enabled }, 'companion server ready');
     if (o.json) printLine(JSON.stringify({ url: server.url, port: server.port, dataDir: settings.dataDir }));
     const wd = notifier.watchdogIntervalMs ? startWatchdog(notifier, { intervalMs: notifier.watchdogIntervalMs }) : undefined;
+    // A burst of large uploads leaves freed Buffers for V8 to collect and their memory in malloc's arenas, none of
+    // it on the JS heap the agent's keeper watches: here the keeper watches resident memory and, once it has grown
+    // 8 MB since the last collection, collects and hands malloc's free memory back (issue 17: back to rest after
+    // a burst of uploads).
+    const keeper = startMemoryKeeper({ logger, heapUsed: () => process.memoryUsage.rss(), growthBytes: 8 * 1024 * 1024 });
     await new Promise<void>((resolve) => {
       const stop = (sig: string) => {
         logger.info({ signal: sig }, 'companion server stopping');
         notifier.stopping();
         wd?.stop();
+        keeper.stop();
         const deadline = setTimeout(() => process.exit(1), 1800);
         deadline.unref();
         server.close().finally(() => {
