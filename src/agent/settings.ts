@@ -85,7 +85,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { env: 'SPEAKER_AGENT_MIXER_CARD', key: 'mixer.card', description: 'ALSA card for the volume control' },
   { env: 'SPEAKER_AGENT_MIXER_CONTROL', key: 'mixer.control', description: 'ALSA simple control (Master, PCM, Speaker...)' },
   { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal|error|warn|info|debug|trace|silent' },
-  { env: 'SPEAKER_AGENT_LIVENESS_TIMEOUT_MS', key: 'call.livenessTimeoutMs', description: 'silent-peer detection time (ms)' },
+  { env: 'SPEAKER_AGENT_LIVENESS_TIMEOUT_MS', key: 'call.livenessTimeoutMs', description: 'quiet time (ms): half of it before a consent check asks the peer; the whole of it when the transport cannot ask' },
   { env: 'SPEAKER_AGENT_LOOPBACK_CANDIDATES', key: 'call.loopbackCandidates', description: 'auto | always | never' },
 ];
 

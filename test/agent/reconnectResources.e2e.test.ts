@@ -85,4 +85,18 @@ describe('reconnects leave nothing open', () => {
     expect(fdsAfter.total - fdsBefore.total).toBeLessThanOrEqual(2);
     expect(resourceGrowth(resBefore, resourceCounts())).toEqual({});
   }, 180_000);
+
+  it('a server frozen for 30 s (SIGSTOP) and then resumed: the call is declared dead at once, retried, and back after the thaw', async () => {
+    const callId = agent.snapshot().callId;
+    const fdsBefore = openDescriptors();
+    peer.freeze();
+    await waitUntil(() => agent.snapshot().state !== 'connected', 8_000, 'the frozen server to be noticed');
+    expect(agent.snapshot().lastError?.message).toMatch(/no answer to a consent check/);
+    await new Promise((r) => setTimeout(r, 30_000)); // attempts meanwhile hang on the frozen server and time out
+    peer.thaw();
+    await newCall(callId);
+    expect(agent.snapshot().state).toBe('connected');
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(openDescriptors().sockets - fdsBefore.sockets).toBeLessThanOrEqual(1);
+  }, 90_000);
 });

@@ -396,6 +396,11 @@ export class TestAssistantPeerProcess {
     this.child?.kill('SIGSTOP');
   }
 
+  /** SIGCONT: a frozen peer carries on where it stopped (its calls are long dead for the device by then). */
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** Clean stop: closes every call (the device sees the close) and the server. */
   async stop(): Promise<void> {
     if (!this.child || this.child.exitCode !== null) return;
