@@ -7,7 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
-import { BENCH_KEY, buildAgent, descriptorsOf, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
+import { openDescriptors as descriptorsOf } from '../test/support/processResources.js';
+import { BENCH_KEY, buildAgent, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

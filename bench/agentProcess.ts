@@ -2,7 +2,7 @@
 // virtual sound card, amixer, werift), bundled as `npm run build` bundles the CLI and started with the systemd
 // unit's node flags and environment; its log lines, CPU ticks, resident memory and open descriptors.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -127,17 +127,3 @@ export function rssMb(pid: number): number {
 }
 
 
-/** open descriptors of a process, and how many of them are sockets */
-export function descriptorsOf(pid: number): { total: number; sockets: number } {
-  let total = 0;
-  let sockets = 0;
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      total++;
-      if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) sockets++;
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return { total, sockets };
-}

@@ -2,45 +2,22 @@
 //   - REST fuzz: status counts and p99 latency of 5,000 malformed requests (test/support/restFuzz.ts)
 //   - resident memory at rest, right after a burst of 40 refused 30 MiB bodies (uploads over the limit, JSON and
 //     SDP over theirs, uploads without credentials: 10 each, concurrently), and 30 s later
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { deviceHeaders } from '../src/protocol/headers.js';
+import { startCliCompanion } from '../test/support/cli.js';
 import { generateCases, runCases, sendRaw } from '../test/support/restFuzz.js';
+import { rssMb } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const CLI = path.join(ROOT, 'dist/speaker-agent.js');
+const CLI = path.resolve(import.meta.dirname, '../dist/speaker-agent.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-companion-faults-'));
-  const key = (JSON.parse(execFileSync(process.execPath, [CLI, 'companion', 'workspace', 'create', 'bench', '--data-dir', dataDir, '--json'], { encoding: 'utf8' })) as { key: string }).key;
-  const device = () => deviceHeaders({ workspaceKey: key, clientId: randomUUID(), clientSecret: randomBytes(24).toString('hex') });
-  const port = await freePort();
-  const server: ChildProcess = spawn(process.execPath, [CLI, 'companion', 'serve', '--data-dir', dataDir, '--port', String(port)], { stdio: 'ignore' });
+  const companion = await startCliCompanion(process.env, CLI);
+  const server = companion.child;
+  const port = companion.port;
+  const device = companion.newDevice;
   try {
-    let up = false;
-    for (let i = 0; i < 80 && !up; i++) {
-      up = await fetch(`http://127.0.0.1:${port}/v1/app/voices`, { headers: device() }).then((r) => r.status === 200, () => false);
-      if (!up) await sleep(250);
-    }
-    if (!up) throw new Error('the companion did not start');
-
     // 1. memory around a burst of refused large bodies
     await sleep(3_000);
     const rest = rssMb(server.pid!);
@@ -70,7 +47,7 @@ export async function run(): Promise<BenchRow[]> {
     rows.push({ issue: '#17', metric: 'REST fuzz: 5,000 malformed requests, answers that are 5xx or none', value: fives, unit: '', target: '0', pass: fives === 0, note: `statuses ${Object.entries(counts).map(([s, n]) => `${s}:${n}`).join(' ')}` });
     rows.push({ issue: '#17', metric: 'REST fuzz: p99 latency of an answer', value: p99, unit: 'ms', note: `p50 ${percentile(results.map((r) => r.ms), 50).toFixed(1)} ms (8 connections at once, bodies up to 20 MiB)` });
   } finally {
-    server.kill('SIGTERM');
+    companion.close();
   }
   return rows;
 }

@@ -2,19 +2,11 @@
 // (WebrtcTransport, ServiceClient over HTTP) against the TEST PEER in its own process, killed, frozen, stopped or
 // simply quiet. The liveness watchdog asks the peer with an ICE consent check (RFC 7675) when its audio stops or
 // after a quiet spell; the peer's ICE agent answers for as long as it lives.
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Call } from '../../src/agent/call.js';
 import type { AgentError } from '../../src/agent/errors.js';
-import { ensureIdentity } from '../../src/agent/identity.js';
-import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
-import { ServiceClient } from '../../src/agent/serviceClient.js';
-import { WebrtcTransport } from '../../src/agent/transport/webrtcTransport.js';
-import { silentLogger } from '../../src/common/logger.js';
+import { realCall } from '../support/realCall.js';
 import { TestAssistantPeerProcess } from '../support/testAssistantPeer.js';
-import { VIRTUAL } from '../support/virtualAudio.js';
 
 const KEY = 'ws-liveness-key-0123456789';
 let peer: TestAssistantPeerProcess | undefined;
@@ -28,24 +20,9 @@ afterEach(async () => {
 });
 
 async function connectedCall(o: { sendAudio: boolean; livenessTimeoutMs?: number }): Promise<{ call: Call; peer: TestAssistantPeerProcess }> {
-  const tmp = await mkdtemp(path.join(os.tmpdir(), 'liveness-'));
-  const { identity } = await ensureIdentity(path.join(tmp, 'state'));
   peer = new TestAssistantPeerProcess({ workspaceKey: KEY, sendAudio: o.sendAudio });
   await peer.start();
-  const client = new ServiceClient({
-    baseUrl: peer.url,
-    credentials: { workspaceKey: KEY, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: 'liveness' },
-    timeoutMs: 5_000,
-  });
-  call = new Call({
-    client,
-    transport: new WebrtcTransport({ additionalHostAddresses: ['127.0.0.1'] }),
-    mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }),
-    logger: silentLogger,
-    livenessTimeoutMs: o.livenessTimeoutMs ?? 5_000,
-    connectTimeoutMs: 10_000,
-    hooks: { onAudio: () => undefined, onTranscript: () => undefined, onFunction: () => undefined },
-  });
+  call = realCall({ url: peer.url, workspaceKey: KEY, livenessTimeoutMs: o.livenessTimeoutMs });
   await call.connect();
   return { call, peer };
 }

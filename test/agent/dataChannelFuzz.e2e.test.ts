@@ -8,13 +8,11 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Call, type FunctionRecord } from '../../src/agent/call.js';
+import type { Call, FunctionRecord } from '../../src/agent/call.js';
 import { ensureIdentity } from '../../src/agent/identity.js';
 import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
-import { ServiceClient } from '../../src/agent/serviceClient.js';
-import { WebrtcTransport } from '../../src/agent/transport/webrtcTransport.js';
-import { silentLogger } from '../../src/common/logger.js';
 import { waitUntil } from '../support/audioCapture.js';
+import { realCall } from '../support/realCall.js';
 import { prng } from '../support/restFuzz.js';
 import { TestAssistantPeer } from '../support/testAssistantPeer.js';
 import { VIRTUAL } from '../support/virtualAudio.js';
@@ -78,14 +76,13 @@ describe('data-channel fuzz (10,000 malformed events from the peer)', () => {
       const e = JSON.parse(raw) as { type: string; item?: { type: string; call_id: string; output: string } };
       if (e.type === 'conversation.item.create' && e.item?.type === 'function_call_output') outputs.push({ call_id: e.item.call_id, output: e.item.output });
     };
-    call = new Call({
-      client: new ServiceClient({ baseUrl: peer.url, credentials: { workspaceKey: KEY, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: 'fuzz' }, timeoutMs: 5_000 }),
-      transport: new WebrtcTransport({ additionalHostAddresses: ['127.0.0.1'] }),
+    call = realCall({
+      url: peer.url,
+      workspaceKey: KEY,
+      clientId: identity.clientId,
+      clientSecret: identity.clientSecret,
       mixer,
-      logger: silentLogger,
-      livenessTimeoutMs: 5_000,
-      connectTimeoutMs: 10_000,
-      hooks: { onAudio: () => undefined, onTranscript: () => undefined, onFunction: (r) => functions.push(r) },
+      hooks: { onFunction: (r) => functions.push(r) },
     });
     await call.connect();
     let ended = false;

@@ -2,6 +2,8 @@
 // each test run by test/support/globalSetup.ts, so the tests run what users run) in a child process
 // with its own config and state directories, and starts real companion servers for it to talk to.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +12,7 @@ import { seedDefaults } from '../../src/companion/admin.js';
 import { startCompanionServer, type CompanionServer } from '../../src/companion/server.js';
 import { loadCompanionSettings } from '../../src/companion/settings.js';
 import { createLogger } from '../../src/common/logger.js';
+import { deviceHeaders } from '../../src/protocol/headers.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const CLI = process.env.SPEAKER_AGENT_TEST_CLI ?? path.join(ROOT, 'dist/speaker-agent.js');
@@ -121,4 +124,44 @@ export async function enrollDevice(dev: DeviceDirs, c: TestCompanion): Promise<C
   const r = await runCli(['enroll', '--server-url', c.url, '--json'], { ...dev.env, SPEAKER_AGENT_WORKSPACE_KEY: c.workspaceKey });
   if (r.code !== 0) throw new Error(`enroll failed (${r.code}): ${r.stdout}\n${r.stderr}`);
   return r;
+}
+
+export interface CliCompanion {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  workspaceKey: string;
+  /** headers of a new device (fresh client id and secret) */
+  newDevice(): Record<string, string>;
+  close(): void;
+}
+
+/** The companion as users run it: `speaker-agent companion serve` in its own process, one workspace, a free
+ *  loopback port; resolves once it answers. `cli` defaults to the test bundle (the bench passes dist/). */
+export async function startCliCompanion(env: NodeJS.ProcessEnv = process.env, cli = CLI): Promise<CliCompanion> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cli-companion-'));
+  const created = await new Promise<string>((resolve, reject) => {
+    const c = spawn(process.execPath, [cli, 'companion', 'workspace', 'create', 'test', '--data-dir', dataDir, '--json'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    c.stdout!.on('data', (d) => (out += String(d)));
+    c.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`workspace create exited ${code}`))));
+  });
+  const workspaceKey = (JSON.parse(created) as { key: string }).key;
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as net.AddressInfo).port;
+      probe.close(() => resolve(p));
+    });
+  });
+  const child = spawn(process.execPath, [cli, 'companion', 'serve', '--data-dir', dataDir, '--port', String(port)], { env, stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  const newDevice = () => deviceHeaders({ workspaceKey, clientId: randomUUID(), clientSecret: randomBytes(24).toString('hex') });
+  for (let i = 0; i < 120; i++) {
+    if (await fetch(`${url}/v1/app/voices`, { headers: newDevice() }).then((r) => r.status === 200, () => false)) {
+      return { child, port, url, workspaceKey, newDevice, close: () => void child.kill('SIGTERM') };
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  child.kill('SIGKILL');
+  throw new Error('the companion did not answer within 30 s');
 }

@@ -2,12 +2,13 @@
 // them) and Node's active handles and timers by type.
 import { readdirSync, readlinkSync } from 'node:fs';
 
-export function openDescriptors(): { total: number; sockets: number } {
+/** open descriptors of a process (default: this one), and how many of them are sockets */
+export function openDescriptors(pid: number | 'self' = 'self'): { total: number; sockets: number } {
   let total = 0;
   let sockets = 0;
-  for (const fd of readdirSync('/proc/self/fd')) {
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
       total++;
       if (target.startsWith('socket:')) sockets++;
     } catch {

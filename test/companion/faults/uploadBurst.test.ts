@@ -4,45 +4,15 @@
 // learned to linger (read and discard the rest, bounded) before it closes.
 // The server runs as users run it (the CLI bundle, its own process): in one process with the client, the race
 // that loses the response does not happen.
-import type { ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deviceHeaders } from '../../../src/protocol/headers.js';
-import { json, runCli, spawnCli } from '../../support/cli.js';
+import { startCliCompanion, type CliCompanion } from '../../support/cli.js';
 import { sendRaw } from '../../support/restFuzz.js';
 
-let server: ChildProcess;
-let port = 0;
-let workspaceKey = '';
-const newDevice = () => deviceHeaders({ workspaceKey, clientId: randomUUID(), clientSecret: randomBytes(24).toString('hex') });
-
+let companion: CliCompanion;
 beforeAll(async () => {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'upload-burst-'));
-  const env = { ...process.env, SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES: String(512 * 1024) };
-  workspaceKey = json<{ key: string }>(await runCli(['companion', 'workspace', 'create', 'burst', '--data-dir', dataDir, '--json'], env)).key;
-  port = await new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(p));
-    });
-  });
-  server = spawnCli(['companion', 'serve', '--data-dir', dataDir, '--port', String(port)], env);
-  server.stdout?.resume();
-  server.stderr?.resume();
-  let up = false;
-  for (let i = 0; i < 80 && !up; i++) {
-    up = await fetch(`http://127.0.0.1:${port}/v1/app/voices`, { headers: newDevice() }).then((r) => r.status === 200, () => false);
-    if (!up) await new Promise((r) => setTimeout(r, 250));
-  }
-  expect(up).toBe(true);
+  companion = await startCliCompanion({ ...process.env, SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES: String(512 * 1024) });
 }, 60_000);
-afterAll(() => {
-  server?.kill('SIGTERM');
-});
+afterAll(() => companion?.close());
 
 const SIZE = 32 * 1024 * 1024;
 const BODY = Buffer.alloc(SIZE, 0x41);
@@ -63,8 +33,8 @@ function request(kind: 'upload' | 'json' | 'sdp' | 'no credentials', device: Rec
 describe('refused large bodies', () => {
   for (const kind of ['upload', 'json', 'sdp', 'no credentials'] as const) {
     it(`regression: 10 concurrent ${kind} bodies of 32 MiB, refused early, all get their error response`, async () => {
-      const device = newDevice();
-      const results = await Promise.all(Array.from({ length: 10 }, () => sendRaw(port, { kind, path: kind === 'sdp' ? '/v1/realtime' : '/v1/app', bytes: request(kind, device), tail: BODY }, 30_000)));
+      const device = companion.newDevice();
+      const results = await Promise.all(Array.from({ length: 10 }, () => sendRaw(companion.port, { kind, path: kind === 'sdp' ? '/v1/realtime' : '/v1/app', bytes: request(kind, device), tail: BODY }, 30_000)));
       const expected = { upload: 413, json: 413, sdp: 400, 'no credentials': 400 }[kind];
       expect(results.map((r) => r.status)).toEqual(Array(10).fill(expected));
       for (const r of results) {
