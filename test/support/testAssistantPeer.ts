@@ -40,6 +40,10 @@ export interface TestPeerOptions {
   enrollment?: 'open' | 'closed';
   /** when false the peer sends no audio at all (default true: continuous silence, like the companion) */
   sendAudio?: boolean;
+  /** listen address (default 127.0.0.1) */
+  host?: string;
+  /** TestAssistantPeerProcess only: run the peer inside this network namespace (test/support/netns.ts) */
+  netns?: string;
   /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink);
    *  its receiver then reports that loss in its RTCP receiver reports, as a real service would */
   inboundLossPercent?: number;
@@ -156,14 +160,14 @@ export class TestAssistantPeer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.opts.host ?? '127.0.0.1'}:${this.port}`;
   }
 
   async start(): Promise<void> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(this.opts.port ?? 0, '127.0.0.1', () => resolve());
+      this.server!.listen(this.opts.port ?? 0, this.opts.host ?? '127.0.0.1', () => resolve());
     });
     this.port = (this.server.address() as { port: number }).port;
     // Continuous audio, paced on a 20 ms clock that catches up if a timer fires late.
@@ -355,7 +359,7 @@ export class TestAssistantPeerProcess {
   constructor(readonly opts: TestPeerOptions) {}
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.opts.host ?? '127.0.0.1'}:${this.port}`;
   }
 
   get pid(): number | undefined {
@@ -365,7 +369,8 @@ export class TestAssistantPeerProcess {
   async start(): Promise<void> {
     const main = path.join(import.meta.dirname, 'testAssistantPeerMain.ts');
     const child = fork(main, [JSON.stringify({ ...this.opts, port: this.opts.port ?? this.port })], {
-      execArgv: ['--import', 'tsx'],
+      // inside a network namespace: `ip netns exec NS node ...` (the IPC channel is an inherited descriptor)
+      ...(this.opts.netns ? { execPath: 'ip', execArgv: ['netns', 'exec', this.opts.netns, process.execPath, '--import', 'tsx'] } : { execArgv: ['--import', 'tsx'] }),
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     this.child = child;

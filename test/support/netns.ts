@@ -1,0 +1,59 @@
+// A second host on this machine for network faults: a network namespace joined to this one by a veth pair
+// (10.x.y.1 here, 10.x.y.2 inside), created and removed by the test (iproute2, as root). cut() takes the link down
+// (nothing passes, nothing is refused: a network cut as a Wi-Fi drop looks to the device); restore() brings it back.
+import { execFileSync } from 'node:child_process';
+
+export interface NetNs {
+  name: string;
+  /** the address on this side and inside the namespace */
+  hostIp: string;
+  nsIp: string;
+  cut(): void;
+  restore(): void;
+  remove(): void;
+}
+
+const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+
+/** A namespace, or undefined where this machine does not allow one (not root, no iproute2, no netns support). */
+export function createNetNs(): NetNs | undefined {
+  const id = process.pid % 250;
+  const name = `sa-test-${process.pid}`;
+  const [hostIf, nsIf] = [`sah${id}`, `san${id}`];
+  const hostIp = `10.231.${id}.1`;
+  const nsIp = `10.231.${id}.2`;
+  const remove = () => {
+    try {
+      ip('netns', 'del', name);
+    } catch {
+      /* gone */
+    }
+    try {
+      ip('link', 'del', hostIf);
+    } catch {
+      /* went with the namespace */
+    }
+  };
+  try {
+    remove();
+    ip('netns', 'add', name);
+    ip('link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nsIf);
+    ip('link', 'set', nsIf, 'netns', name);
+    ip('addr', 'add', `${hostIp}/24`, 'dev', hostIf);
+    ip('link', 'set', hostIf, 'up');
+    ip('netns', 'exec', name, 'ip', 'addr', 'add', `${nsIp}/24`, 'dev', nsIf);
+    ip('netns', 'exec', name, 'ip', 'link', 'set', nsIf, 'up');
+    ip('netns', 'exec', name, 'ip', 'link', 'set', 'lo', 'up');
+  } catch {
+    remove();
+    return undefined;
+  }
+  return {
+    name,
+    hostIp,
+    nsIp,
+    cut: () => ip('link', 'set', hostIf, 'down'),
+    restore: () => ip('link', 'set', hostIf, 'up'),
+    remove,
+  };
+}
