@@ -195,7 +195,7 @@ export class CompanionAdmin {
           default_voice_profile_id: resolveVoice(s.default_voice),
         }),
       ),
-    )();
+    );
   }
 
   importStoriesFile(workspaceRef: string, file: string): StoryRow[] {
@@ -259,7 +259,7 @@ export function seedDefaults(dataDir: string): SeedResult {
       writeFileSync(keyFile, key + '\n', { mode: 0o600 });
       chmodSync(keyFile, 0o600);
       return { workspaceId: workspace.id, key, keyFile, created: true };
-    })();
+    });
   } finally {
     admin.close();
   }

@@ -1,12 +1,12 @@
-// The companion's embedded store: one SQLite file (better-sqlite3) in the data directory. WAL so readers never
+// The companion's embedded store: one SQLite file (sqlite.ts: node:sqlite or better-sqlite3) in the data directory. WAL so readers never
 // wait for a writer, foreign keys on, a busy timeout so a CLI admin command and the server can share the file.
 // Every schema change is one entry in MIGRATIONS, applied in order inside a transaction and recorded in
 // PRAGMA user_version, so an old database upgrades itself at start and a half-applied migration cannot exist.
-import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { openSqlite, type Db, type Statement } from './sqlite.js';
 
-export type Db = Database.Database;
+export type { Db } from './sqlite.js';
 
 export const DB_FILE = 'companion.sqlite';
 
@@ -80,15 +80,15 @@ export function openDatabase(dataDir: string): Db {
   const file = path.join(dataDir, DB_FILE);
   let db: Db;
   try {
-    db = new Database(file);
+    db = openSqlite(file);
   } catch (err) {
     throw new DatabaseError(`cannot open the database ${file}: ${(err as Error).message}`, { cause: err });
   }
   try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('foreign_keys = ON');
-    db.pragma('busy_timeout = 5000');
-    db.pragma('synchronous = NORMAL'); // with WAL: durable at checkpoints, never corrupt
+    db.exec('PRAGMA busy_timeout = 5000');
+    db.prepare('PRAGMA journal_mode = WAL').get(); // answers with a row: run through a statement
+    db.exec('PRAGMA foreign_keys = ON');
+    db.exec('PRAGMA synchronous = NORMAL'); // with WAL: durable at checkpoints, never corrupt
     migrate(db);
   } catch (err) {
     db.close();
@@ -98,15 +98,15 @@ export function openDatabase(dataDir: string): Db {
 }
 
 export function migrate(db: Db): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
+  const current = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
   if (current > MIGRATIONS.length) {
     throw new DatabaseError(`database schema version ${current} is newer than this program (${MIGRATIONS.length}); upgrade speaker-agent`);
   }
   for (let v = current; v < MIGRATIONS.length; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]);
-      db.pragma(`user_version = ${v + 1}`);
-    }).immediate();
+      db.exec(`PRAGMA user_version = ${v + 1}`);
+    }, 'immediate');
   }
 }
 
@@ -126,13 +126,13 @@ export function noteWrite(): void {
  *  by another connection (SQLite's data_version, e.g. an admin command in another process). Lets hot read paths
  *  cache what they read. */
 export function dbGeneration(db: Db): string {
-  return `${stmt(db, 'PRAGMA data_version').pluck().get() as number}:${localWrites}`;
+  return `${(stmt(db, 'PRAGMA data_version').get() as { data_version: number }).data_version}:${localWrites}`;
 }
 
-const statements = new WeakMap<Db, Map<string, Database.Statement>>();
+const statements = new WeakMap<Db, Map<string, Statement>>();
 
 /** A prepared statement, compiled once per connection (preparing costs more than running on hot paths). */
-export function stmt(db: Db, sql: string): Database.Statement {
+export function stmt(db: Db, sql: string): Statement {
   let m = statements.get(db);
   if (!m) statements.set(db, (m = new Map()));
   let s = m.get(sql);
