@@ -10,7 +10,7 @@ import { unitEnvironment, unitNodeFlags } from './unitFlags.js';
 // @ts-expect-error plain JavaScript build script, no type declarations
 import { bundle } from '../scripts/build.mjs';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
+export const ROOT = path.resolve(import.meta.dirname, '..');
 export const BENCH_KEY = 'bench-workspace-key';
 export const CLK_TCK = 100; // Linux USER_HZ
 const PAGE = 4096;
@@ -47,11 +47,12 @@ export async function buildAgent(): Promise<string> {
 }
 
 
-/** Starts the agent against url; `config` is written as its config.json (settings the variables do not cover). */
-export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object): AgentProc {
+/** Starts the agent against url; `config` is written as its config.json (settings the variables do not cover);
+ *  `node` is the Node binary (default: the one running the bench). */
+export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object, node: string = process.execPath): AgentProc {
   const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
   if (config) writeFileSync(path.join(configDir, 'config.json'), JSON.stringify(config), { mode: 0o600 });
-  const child = spawn(process.execPath, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
+  const child = spawn(node, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -29,7 +29,7 @@ function fresh(driver: SqliteDriver): Db {
   db.exec('CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT)');
   return db;
 }
-const rows = (db: Db) => db.prepare('SELECT a, b FROM t ORDER BY a').all().map((r) => ({ ...(r as object) }));
+const rows = (db: Db) => db.prepare('SELECT a, b FROM t ORDER BY a').all().map((r) => ({ ...(r as { a: number; b: string | null }) }));
 
 afterEach(() => {
   for (const db of dbs.splice(0)) if (db.open) db.close();
