@@ -111,16 +111,11 @@ fi
 
 # ---------- 2. Node.js ----------
 NODE=$(command -v node || true)
-[ -n "$NODE" ] || die "Node.js is not installed: install Node $NODE_MIN_MAJOR.$NODE_MIN_MINOR or newer (e.g. apt-get install nodejs on trixie, or NodeSource on bookworm)" 3
+[ -n "$NODE" ] || die "Node.js is not installed: install Node $NODE_MIN_MAJOR.$NODE_MIN_MINOR or newer (Debian 13 / Pi OS trixie: apt-get install nodejs npm; any release: npm install -g node@24)" 3
 NODE=$(readlink -f "$NODE")
-if ! "$NODE" -e "const [a,b]=process.versions.node.split('.').map(Number); process.exit(a>$NODE_MIN_MAJOR||(a==$NODE_MIN_MAJOR&&b>=$NODE_MIN_MINOR)?0:1)"; then
-  die "Node.js $("$NODE" --version) is too old: the agent needs $NODE_MIN_MAJOR.$NODE_MIN_MINOR or newer" 3
-fi
-# node-gyp builds against this node's own headers (include/node beside it, where the node package ships them,
-# as NodeSource's does) instead of downloading them from nodejs.org.
-if [ -z "${npm_config_nodedir:-}" ] && [ -f "$(dirname "$(dirname "$NODE")")/include/node/common.gypi" ]; then
-  export npm_config_nodedir="$(dirname "$(dirname "$NODE")")"
-fi
+. "$SRC/scripts/lib/node-build.sh"
+node_supported_or_exit
+use_matching_node_headers
 
 # ---------- 3. the project ----------
 if [ ! -f "$SRC/dist/speaker-agent.js" ]; then
@@ -173,7 +168,8 @@ WRAP
 [ -n "$(sync_file "$tmpwrap" "$(R /usr/local/bin/speaker-agent)" 755)" ] && CHANGED=1
 
 LOCK_STAMP=$(R "$PREFIX")/node_modules/.speaker-agent-lock.sha256
-LOCK_SUM=$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1)
+# the lockfile and the Node ABI: a Node upgrade rebuilds the addons too
+LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1) abi $("$NODE" -p process.versions.modules)"
 if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
   say "npm ci --omit=dev (native addons build from source: a few minutes on a Pi)"
   (cd "$(R "$PREFIX")" && npm_config_build_from_source=true npm ci --omit=dev --no-audit --no-fund)
@@ -181,6 +177,7 @@ if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
   echo "$LOCK_SUM" > "$LOCK_STAMP"
   CHANGED=1
 fi
+ensure_addons "$(R "$PREFIX")" || die "the native addons do not work in $("$NODE" --version): see above" 3
 
 # ---------- 4. the system user ----------
 if ! getent passwd "$SERVICE_USER" >/dev/null; then

@@ -1,0 +1,70 @@
+# Shared by scripts/setup.sh and scripts/install.sh (sourced): the Node.js checks and native-addon builds.
+#   node_supported_or_exit    stops with how to fix it when the node on the PATH is older than 20.10
+#   use_matching_node_headers exports npm_config_nodedir: headers of exactly this node's version
+#   ensure_addons DIR         checks every native addon of DIR in this node; rebuilds the failing ones once
+NODE_MIN="20.10"
+
+node_supported_or_exit() {
+  if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 10) ? 0 : 1)'; then
+    cat >&2 <<MSG
+Node.js $(node -p process.version) ($(command -v node)) is too old: speaker-agent needs Node $NODE_MIN or newer.
+Fix it with one of these, then run this script again:
+  - Debian 13 / Raspberry Pi OS trixie:  sudo apt-get install nodejs npm          (Debian's Node 20)
+  - any release, from the npm registry:  sudo npm install -g node@24              (official build, /usr/local/bin/node)
+  - or Node 22, 24 or 26 from your distribution's or Node's own packages, first on the PATH
+MSG
+    exit 3
+  fi
+}
+
+# Native addons compile against the headers of the node that runs them. node-gyp takes them from `nodedir` (or
+# downloads them from nodejs.org, which is not an install source here), and a user's npm configuration may name
+# another Node's headers: then every addon fails at the first run with "NODE_MODULE_VERSION 115 ... 137". So
+# nodedir is set here to headers whose version is exactly this node's: beside the binary (official builds, the
+# npm registry's node package, NodeSource) or Debian's libnode-dev in /usr.
+use_matching_node_headers() {
+  local node_version d
+  node_version=$(node -p process.versions.node)
+  headers_version() { # prints the version a headers dir is for, or nothing
+    local h="$1/include/node/node_version.h"
+    [ -f "$h" ] && [ -f "$1/include/node/common.gypi" ] || return 0
+    awk '/define NODE_(MAJOR|MINOR|PATCH)_VERSION/ { v[$2] = $3 } END { print v["NODE_MAJOR_VERSION"] "." v["NODE_MINOR_VERSION"] "." v["NODE_PATCH_VERSION"] }' "$h"
+  }
+  local node_prefix configured nodedir
+  node_prefix=$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")
+  configured=${npm_config_nodedir:-$(npm config get nodedir 2>/dev/null || true)}
+  [ "$configured" = "undefined" ] || [ "$configured" = "null" ] && configured=""
+  nodedir=""
+  for d in "$configured" "$node_prefix" /usr; do
+    [ -n "$d" ] && [ "$(headers_version "$d")" = "$node_version" ] && { nodedir=$d; break; }
+  done
+  if [ -n "$configured" ] && [ "$nodedir" != "$configured" ]; then
+    echo "==> note: npm's nodedir ($configured) holds headers of Node $(headers_version "$configured"), not $node_version: not using it" >&2
+  fi
+  if [ -n "$nodedir" ]; then
+    export npm_config_nodedir="$nodedir"
+  else
+    echo "==> note: no headers for Node $node_version beside it or in /usr (libnode-dev): node-gyp will try to download them" >&2
+  fi
+}
+
+ensure_addons() { # DIR: the project whose node_modules is checked
+  local node_version broken
+  node_version=$(node -p process.versions.node)
+  echo "==> checking the native addons in Node $node_version"
+  node "$1/scripts/check-addons.mjs" && return 0
+  mapfile -t broken < <(node "$1/scripts/check-addons.mjs" --failed)
+  if [ ${#broken[@]} -gt 0 ] && [ -n "${broken[0]}" ]; then
+    echo "==> rebuilding ${broken[*]} from source for Node $node_version"
+    (cd "$1" && npm_config_build_from_source=true npm rebuild "${broken[@]}" --no-audit --no-fund) || true
+    node "$1/scripts/check-addons.mjs" && return 0
+  fi
+  cat >&2 <<MSG
+A native addon does not load in Node $node_version ($(command -v node)); the FAILED line above says which.
+  - "NODE_MODULE_VERSION": it was built for another Node. This Node's headers must be beside it
+    ($(dirname "$(dirname "$(readlink -f "$(command -v node)")")")/include/node) or in /usr/include/node (Debian's
+    libnode-dev for Debian's nodejs); check 'npm config get nodedir', then: rm -rf node_modules, and run this again
+  - a missing library (libportaudio, libasound): run scripts/setup.sh as a user who may use sudo apt-get
+MSG
+  return 1
+}

@@ -1,0 +1,91 @@
+// The Node checks shared by setup.sh and install.sh (scripts/lib/node-build.sh) and scripts/check-addons.mjs,
+// run for real in this Node. What cannot exist here is faked and named: FakeOldNode (this node reporting
+// version 18.19.0, Debian 12's own), FakeStaleAddon (a package whose load fails the way an addon built for
+// another Node's ABI does), FakeHeaders (a headers dir of another Node version).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sqliteDriverFor } from '../../src/companion/db/sqlite.js';
+import { ROOT } from '../support/childProcess.js';
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'node-build-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function sh(script: string, env: NodeJS.ProcessEnv = {}) {
+  return spawnSync('bash', ['-c', `set -euo pipefail; . scripts/lib/node-build.sh; ${script}`], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env } });
+}
+
+describe('scripts/check-addons.mjs', () => {
+  it('loads and uses every native addon in this Node, with the SQLite driver this Node uses', () => {
+    const out = execFileSync(process.execPath, ['scripts/check-addons.mjs'], { cwd: ROOT, encoding: 'utf8' });
+    const lines = out.trim().split('\n');
+    expect(lines.map((l) => l.split(/\s+/)[1])).toEqual(['@discordjs/opus', 'naudiodon2', 'speaker-sys', 'koffi', sqliteDriverFor()]);
+    for (const l of lines) expect(l).toMatch(/^ok {6}/);
+  });
+
+  it('names an addon built for another Node, with both ABIs, and lists it for npm rebuild', () => {
+    // a copy of the project's node_modules (links) with @discordjs/opus replaced by FakeStaleAddon
+    const proj = path.join(tmp, 'proj');
+    mkdirSync(path.join(proj, 'scripts'), { recursive: true });
+    cpSync(path.join(ROOT, 'scripts/check-addons.mjs'), path.join(proj, 'scripts/check-addons.mjs'));
+    writeFileSync(path.join(proj, 'package.json'), '{"name":"proj","private":true}');
+    mkdirSync(path.join(proj, 'node_modules/@discordjs/opus'), { recursive: true });
+    for (const d of readdirSync(path.join(ROOT, 'node_modules'))) {
+      if (d !== '@discordjs') symlinkSync(path.join(ROOT, 'node_modules', d), path.join(proj, 'node_modules', d));
+    }
+    writeFileSync(path.join(proj, 'node_modules/@discordjs/opus/package.json'), '{"name":"@discordjs/opus","main":"index.js"}');
+    writeFileSync(
+      path.join(proj, 'node_modules/@discordjs/opus/index.js'),
+      `throw new Error("The module '/x/opus.node'\\nwas compiled against a different Node.js version using\\nNODE_MODULE_VERSION 115. This version of Node.js requires\\nNODE_MODULE_VERSION ${process.versions.modules}.");`,
+    );
+    const r = spawnSync(process.execPath, ['scripts/check-addons.mjs'], { cwd: proj, encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/^FAILED {2}@discordjs\/opus {2}.*The module '\/x\/opus\.node'/m);
+    expect(r.stdout).toContain(`built for another Node (ABI 115); this is Node ${process.version} (ABI ${process.versions.modules})`);
+    expect(r.stdout).toMatch(/^ok {6}naudiodon2/m);
+    const failed = spawnSync(process.execPath, ['scripts/check-addons.mjs', '--failed'], { cwd: proj, encoding: 'utf8' });
+    expect(failed.stdout.trim()).toBe('@discordjs/opus');
+  });
+});
+
+describe('scripts/lib/node-build.sh', () => {
+  it('a Node older than 20.10 stops with exit 3 and how to fix it (FakeOldNode)', () => {
+    const bin = path.join(tmp, 'oldnode');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(path.join(bin, 'v18.cjs'), "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '18.19.0' } }); Object.defineProperty(process, 'version', { value: 'v18.19.0' });");
+    writeFileSync(path.join(bin, 'node'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --require ${JSON.stringify(path.join(bin, 'v18.cjs'))} "$@"\n`);
+    chmodSync(path.join(bin, 'node'), 0o755);
+    const old = sh('node_supported_or_exit; echo continued', { PATH: `${bin}:${process.env.PATH}` });
+    expect(old.status).toBe(3);
+    expect(old.stdout).not.toContain('continued');
+    expect(old.stderr).toContain('Node.js v18.19.0');
+    expect(old.stderr).toContain('too old: speaker-agent needs Node 20.10 or newer');
+    expect(old.stderr).toContain('sudo apt-get install nodejs npm');
+    expect(old.stderr).toContain('sudo npm install -g node@24');
+    const current = sh('node_supported_or_exit; echo continued');
+    expect(current.status).toBe(0);
+    expect(current.stdout).toContain('continued');
+  });
+
+  it("builds against headers of exactly this node's version, never a configured nodedir of another (FakeHeaders)", () => {
+    const fake = path.join(tmp, 'headers18');
+    mkdirSync(path.join(fake, 'include/node'), { recursive: true });
+    writeFileSync(path.join(fake, 'include/node/common.gypi'), '{}');
+    writeFileSync(path.join(fake, 'include/node/node_version.h'), '#define NODE_MAJOR_VERSION 18\n#define NODE_MINOR_VERSION 19\n#define NODE_PATCH_VERSION 0\n');
+    const r = sh('use_matching_node_headers; echo "nodedir=${npm_config_nodedir:-}"', { npm_config_nodedir: fake });
+    expect(r.status).toBe(0);
+    expect(r.stderr).toContain(`npm's nodedir (${fake}) holds headers of Node 18.19.0, not ${process.versions.node}: not using it`);
+    const chosen = /nodedir=(.*)/.exec(r.stdout)![1];
+    expect(chosen).not.toBe(fake);
+    // what was chosen (if anything) holds this node's headers
+    if (chosen) {
+      const h = execFileSync('cat', [path.join(chosen, 'include/node/node_version.h')], { encoding: 'utf8' });
+      const v = ['MAJOR', 'MINOR', 'PATCH'].map((k) => new RegExp(`define NODE_${k}_VERSION (\\d+)`).exec(h)![1]).join('.');
+      expect(v).toBe(process.versions.node);
+    } else {
+      expect(r.stderr).toContain('no headers for Node');
+    }
+  });
+});
