@@ -210,6 +210,8 @@ if [ ! -x "$QEMU" ]; then
     (cd "$QEMU_DIR.tmp" && apt-get download -q qemu-user-static >/dev/null 2>&1) || not_run "qemu-user-static could not be downloaded"
   fi
   dpkg-deb -x "$QEMU_DIR.tmp"/qemu-user-static_*.deb "$QEMU_DIR.tmp/x"
+  # The package holds every architecture's emulator (370 MB): only aarch64's is kept.
+  find "$QEMU_DIR.tmp/x" -type f ! -name qemu-aarch64-static -delete
   mv "$QEMU_DIR.tmp/x" "$QEMU_DIR" && rm -rf "$QEMU_DIR.tmp"
 fi
 QEMU_VERSION=$("$QEMU" --version | head -1)
