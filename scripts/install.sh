@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the speaker agent as a system service on Debian / Raspberry Pi OS (bookworm; arm64, armhf, x86-64).
+# Installs the speaker agent as a system service on Debian / Raspberry Pi OS (bookworm, trixie; arm64, armhf, x86-64).
 #
 #   sudo scripts/install.sh [--server-url URL] [--workspace-key KEY] [--companion] [--no-start] [--yes]
 #   sudo scripts/install.sh --uninstall [--purge]
@@ -99,13 +99,13 @@ case "$(uname -m)" in
 esac
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev libespeak-ng1 espeak-ng-data
       libpocketsphinx3 pocketsphinx-en-us ffmpeg python3 make g++ ca-certificates)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
+# "a|b" specs are picked by what apt offers (scripts/debian-packages.sh, shared with setup.sh)
+. "$SRC/scripts/debian-packages.sh"
+mapfile -t unmet < <(deb_unmet "${PKGS[@]}")
+if [ ${#unmet[@]} -gt 0 ]; then
   apt-get update -qq
+  mapfile -t missing < <(deb_pick "${unmet[@]}")
+  say "installing Debian packages: ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian / Raspberry Pi OS machine (bookworm; arm64, armhf, x86-64) to build and run the
+# Sets up a fresh Debian / Raspberry Pi OS machine (bookworm, trixie; arm64, armhf, x86-64) to build and run the
 # project from this checkout: Debian packages, `npm ci` (native addons build from source), `npm run build`.
 #   scripts/setup.sh          what the agent and the companion server need
 #   scripts/setup.sh --dev    also what the tests and benchmarks need (Chromium, flite, sox, systemd-analyze)
@@ -26,19 +26,19 @@ PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev
       libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg
       pulseaudio pulseaudio-utils flite
       python3 make g++ ca-certificates)
-DEV_PKGS=(chromium sox espeak-ng systemd iproute2 procps wrk)
+# "a|b": names that differ between releases or derivatives, picked by what apt offers (scripts/debian-packages.sh).
+DEV_PKGS=("chromium|chromium-browser" sox espeak-ng systemd iproute2 procps wrk)
 [ "$DEV" = 1 ] && PKGS+=("${DEV_PKGS[@]}")
 
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "==> installing Debian packages: ${missing[*]}"
+. scripts/debian-packages.sh
+mapfile -t unmet < <(deb_unmet "${PKGS[@]}")
+if [ ${#unmet[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
+  mapfile -t missing < <(deb_pick "${unmet[@]}")
+  echo "==> installing Debian packages: ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 

@@ -19,6 +19,7 @@
 #include "node_api.h"
 #include <memory>
 #include <mutex>
+#include <string> // speaker-agent: GCC 14 (Debian 13) no longer includes it through <memory>
 
 struct PaStreamParameters;
 
