@@ -26,7 +26,7 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SETUP_TIMEOUT=${SETUP_TIMEOUT:-2400}
 START_TIMEOUT=${START_TIMEOUT:-300}
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "check-debian-root: FAIL: $*" >&2; exit 1; }
 skip() { echo "check-debian-root: SKIP: $*" >&2; exit 77; }
 say() { echo "==> [$RELEASE] $*"; }
@@ -72,8 +72,8 @@ if [ ! -s "$TARBALL" ]; then
     skip "debootstrap $RELEASE failed (no network to $MIRROR?); log: $boot.log"
   fi
   # A fresh machine: no package lists yet, no downloaded .debs.
-  rm -rf "$boot"/var/lib/apt/lists/* "$boot"/var/cache/apt/archives/*.deb
-  mkdir -p "$boot/var/lib/apt/lists/partial"
+  find "$boot/var/lib/apt/lists" -maxdepth 1 -type f ! -name lock -delete
+  rm -f "$boot"/var/cache/apt/archives/*.deb
   tar -C "$boot" --numeric-owner -cf "$TARBALL.tmp" . && mv "$TARBALL.tmp" "$TARBALL"
   rm -rf --one-file-system "$boot" "$boot.log"
   say "bootstrapped in $(secs "$t0" "$(now)") s"
@@ -96,6 +96,11 @@ cleanup() {
   elif [ "$KEEP" = 1 ]; then
     echo "kept the root: $ROOT   (look inside: chroot $ROOT bash; delete: rm -rf $ROOT)"
   else
+    # a failed run's logs outlive the root
+    if [ "$rc" != 0 ] && [ -d "${LOG_DIR:-}" ]; then
+      rm -rf "$CACHE_DIR/logs-$RELEASE" && mkdir -p "$CACHE_DIR" && cp -a "$LOG_DIR" "$CACHE_DIR/logs-$RELEASE" &&
+        echo "check-debian-root: the logs are in $CACHE_DIR/logs-$RELEASE (the root is deleted; --keep keeps it)" >&2
+    fi
     rm -rf --one-file-system "$ROOT"
   fi
   exit $rc
