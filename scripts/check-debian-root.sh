@@ -200,7 +200,7 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   # Run twice, it finds everything in place: no package is asked for again (a name dpkg never reports as
   # installed, e.g. one that is only provided by another package, would be).
   in_root "bash scripts/setup.sh" > "$LOG_DIR/setup-again.log" 2>&1 || fail "setup.sh failed when run again (log: $LOG_DIR/setup-again.log)"
-  if grep -E "installing (Debian packages|Node)|npm ci" "$LOG_DIR/setup-again.log"; then
+  if grep -E "installing (Debian packages|Node)|npm ci|rebuilding" "$LOG_DIR/setup-again.log"; then
     fail "setup.sh run again installed something again (above; log: $LOG_DIR/setup-again.log)"
   fi
   say "setup.sh run again: nothing to install"

@@ -12,7 +12,7 @@ const enabled = process.env.SPEAKER_AGENT_TEST_DEBIAN_ROOT === '1';
 
 describe('a fresh Debian 13 root', () => {
   it.skipIf(!enabled)(
-    'bash scripts/setup.sh && npm start completes the scripted conversation (skipped unless SPEAKER_AGENT_TEST_DEBIAN_ROOT=1: needs root, Debian\'s mirror, ~6 min)',
+    'bash scripts/setup.sh && npm start completes the scripted conversation (skipped unless SPEAKER_AGENT_TEST_DEBIAN_ROOT=1: needs root, Debian\'s mirror, ~4 min)',
     async (ctx) => {
       let out = '';
       const code = await new Promise<number>((resolve, reject) => {
