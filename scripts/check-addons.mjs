@@ -4,6 +4,7 @@
 // first call (e.g. addons compiled against another Node's headers: "NODE_MODULE_VERSION 115 ... requires 137").
 //   node scripts/check-addons.mjs           one line per addon; exit 1 when one does not load or work
 //   node scripts/check-addons.mjs --failed  only the npm package names that failed, one per line (for npm rebuild)
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,11 +51,21 @@ if (major >= 24) {
   }]);
 }
 
+// Debian's npm builds addons with Debian's node-gyp, which links them to Debian's shared libnode: in any other
+// Node such an addon loads a second Node runtime into the process, which crashes at exit (seen: Debian 12, Debian's
+// npm 9 with Node 24 from `npm install -g node@24`). A node that is itself Debian's (node_shared) maps libnode anyway.
+const ownLibnode = process.config.variables.node_shared === true;
+const libnodeMapped = () => !ownLibnode && /\/libnode\.so[.\d]*$/m.test(readFileSync('/proc/self/maps', 'utf8'));
+
 const failed = [];
 const onlyFailed = process.argv.includes('--failed');
 for (const [pkg, what, check] of CHECKS) {
   try {
+    const before = libnodeMapped();
     const note = check();
+    if (!before && libnodeMapped()) {
+      throw new Error("it is linked to Debian's libnode (another Node runtime): built by Debian's npm and node-gyp, not for this Node");
+    }
     if (!onlyFailed) console.log(`ok      ${pkg.padEnd(16)} ${what}${note ? ` (${note})` : ''}`);
   } catch (err) {
     const msg = String(err?.message ?? err).split('\n')[0];

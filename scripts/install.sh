@@ -115,6 +115,7 @@ NODE=$(command -v node || true)
 NODE=$(readlink -f "$NODE")
 . "$SRC/scripts/lib/node-build.sh"
 node_supported_or_exit
+npm_matches_node_or_exit
 use_matching_node_headers
 
 # ---------- 3. the project ----------

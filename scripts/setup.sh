@@ -48,6 +48,7 @@ if ! command -v node >/dev/null; then
 fi
 . scripts/lib/node-build.sh
 node_supported_or_exit
+npm_matches_node_or_exit
 use_matching_node_headers
 node_version=$(node -p process.versions.node)
 

@@ -1,5 +1,6 @@
 # Shared by scripts/setup.sh and scripts/install.sh (sourced): the Node.js checks and native-addon builds.
 #   node_supported_or_exit    stops with how to fix it when the node on the PATH is older than 20.10
+#   npm_matches_node_or_exit  stops when Debian's npm would build the addons for Debian's Node instead of this one
 #   use_matching_node_headers exports npm_config_nodedir: headers of exactly this node's version
 #   ensure_addons DIR         checks every native addon of DIR in this node; rebuilds the failing ones once
 NODE_MIN="20.10"
@@ -10,8 +11,23 @@ node_supported_or_exit() {
 Node.js $(node -p process.version) ($(command -v node)) is too old: speaker-agent needs Node $NODE_MIN or newer.
 Fix it with one of these, then run this script again:
   - Debian 13 / Raspberry Pi OS trixie:  sudo apt-get install nodejs npm          (Debian's Node 20)
-  - any release, from the npm registry:  sudo npm install -g node@24              (official build, /usr/local/bin/node)
+  - any release, from the npm registry:  sudo npm install -g node@24 npm@11      (official builds, in /usr/local/bin)
   - or Node 22, 24 or 26 from your distribution's or Node's own packages, first on the PATH
+MSG
+    exit 3
+  fi
+}
+
+# Debian's npm runs Debian's node-gyp, which builds every addon against Debian's own Node (it links libnode): with
+# any other Node first on the PATH the addons then carry a second Node runtime and crash the process at exit.
+npm_matches_node_or_exit() {
+  local npm_cli
+  npm_cli=$(readlink -f "$(command -v npm)" 2>/dev/null || true)
+  if [ "$(node -p 'process.config.variables.node_shared === true')" = false ] && [[ "$npm_cli" == "${DEBIAN_NODEJS_DIR:-/usr/share/nodejs}"/* ]]; then
+    cat >&2 <<MSG
+npm is Debian's ($npm_cli), but node is not ($(command -v node), $(node -p process.version)): Debian's npm builds
+native addons for Debian's own Node. Install npm for this Node, then run this script again:
+  sudo npm install -g npm@11        (from the npm registry, in /usr/local/bin, ahead of /usr/bin on the PATH)
 MSG
     exit 3
   fi
@@ -20,8 +36,8 @@ MSG
 # Native addons compile against the headers of the node that runs them. node-gyp takes them from `nodedir` (or
 # downloads them from nodejs.org, which is not an install source here), and a user's npm configuration may name
 # another Node's headers: then every addon fails at the first run with "NODE_MODULE_VERSION 115 ... 137". So
-# nodedir is set here to headers whose version is exactly this node's: beside the binary (official builds, the
-# npm registry's node package, NodeSource) or Debian's libnode-dev in /usr.
+# nodedir is set here to headers whose version is exactly this node's: beside the binary (official builds,
+# NodeSource), in the npm registry's node package (`npm install -g node@24`) or Debian's libnode-dev in /usr.
 use_matching_node_headers() {
   local node_version d
   node_version=$(node -p process.versions.node)
@@ -35,7 +51,8 @@ use_matching_node_headers() {
   configured=${npm_config_nodedir:-$(npm config get nodedir 2>/dev/null || true)}
   [ "$configured" = "undefined" ] || [ "$configured" = "null" ] && configured=""
   nodedir=""
-  for d in "$configured" "$node_prefix" /usr; do
+  # `npm install -g node@N` keeps the binary in .../node/bin and its headers in .../node/node_modules/node-linux-<arch>
+  for d in "$configured" "$node_prefix" "$node_prefix"/node_modules/node-linux-* /usr; do
     [ -n "$d" ] && [ "$(headers_version "$d")" = "$node_version" ] && { nodedir=$d; break; }
   done
   if [ -n "$configured" ] && [ "$nodedir" != "$configured" ]; then

@@ -69,6 +69,29 @@ describe('scripts/lib/node-build.sh', () => {
     expect(current.stdout).toContain('continued');
   });
 
+  it("stops when Debian's npm would build the addons for Debian's own Node (FakeDebianNpm)", () => {
+    // Debian's npm lives in /usr/share/nodejs; here a stand-in tree is named by DEBIAN_NODEJS_DIR
+    const debian = path.join(tmp, 'usr-share-nodejs');
+    mkdirSync(path.join(debian, 'npm/bin'), { recursive: true });
+    writeFileSync(path.join(debian, 'npm/bin/npm-cli.js'), '#!/bin/sh\necho 9.2.0\n');
+    chmodSync(path.join(debian, 'npm/bin/npm-cli.js'), 0o755);
+    const bin = path.join(tmp, 'debnpm-bin');
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(path.join(debian, 'npm/bin/npm-cli.js'), path.join(bin, 'npm'));
+    const r = sh('npm_matches_node_or_exit; echo continued', { PATH: `${bin}:${process.env.PATH}`, DEBIAN_NODEJS_DIR: debian });
+    const official = process.config.variables.node_shared !== true;
+    if (official) {
+      expect(r.status).toBe(3);
+      expect(r.stderr).toContain("npm is Debian's");
+      expect(r.stderr).toContain('sudo npm install -g npm@11');
+    } else {
+      expect(r.status).toBe(0); // this node is Debian's own: Debian's npm builds for it
+    }
+    const own = sh('npm_matches_node_or_exit; echo continued');
+    expect(own.status).toBe(0);
+    expect(own.stdout).toContain('continued');
+  });
+
   it("builds against headers of exactly this node's version, never a configured nodedir of another (FakeHeaders)", () => {
     const fake = path.join(tmp, 'headers18');
     mkdirSync(path.join(fake, 'include/node'), { recursive: true });
