@@ -79,7 +79,7 @@ describe('scripts/lib/node-build.sh', () => {
     mkdirSync(bin, { recursive: true });
     symlinkSync(path.join(debian, 'npm/bin/npm-cli.js'), path.join(bin, 'npm'));
     const r = sh('npm_matches_node_or_exit; echo continued', { PATH: `${bin}:${process.env.PATH}`, DEBIAN_NODEJS_DIR: debian });
-    const official = process.config.variables.node_shared !== true;
+    const official = (process.config.variables as { node_shared?: boolean }).node_shared !== true;
     if (official) {
       expect(r.status).toBe(3);
       expect(r.stderr).toContain("npm is Debian's");
