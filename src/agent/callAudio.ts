@@ -7,7 +7,7 @@ import type { AudioBackend } from './audio/audioDevice.js';
 import { Downlink } from './audio/downlink.js';
 import { EchoGate } from './audio/echoGate.js';
 import { JitterBuffer } from './audio/jitterBuffer.js';
-import { OpusFrameDecoder, OpusFrameEncoder } from './audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../common/audio/opusCodec.js';
 import { ResilientCapture, ResilientPlayback, type DeviceState } from './audio/resilientDevice.js';
 import { Uplink } from './audio/uplink.js';
 import { AgentError } from './errors.js';

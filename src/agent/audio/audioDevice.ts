@@ -57,8 +57,3 @@ export class AudioDeviceError extends Error {
     this.cause = cause;
   }
 }
-
-/** Media format every device and codec in the agent uses (matches AUDIO in src/protocol/session.ts). */
-export const FRAME_SAMPLES = 960;
-export const SAMPLE_RATE = 48_000;
-export const FRAME_MS = 20;

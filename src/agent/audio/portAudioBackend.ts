@@ -18,14 +18,13 @@
 import { createRequire } from 'node:module';
 import {
   AudioDeviceError,
-  FRAME_SAMPLES,
-  SAMPLE_RATE,
   type AudioBackend,
   type AudioDeviceInfo,
   type CaptureDevice,
   type PlaybackDevice,
 } from './audioDevice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');

@@ -8,7 +8,7 @@ import { silentLogger } from '../../common/logger.js';
 import type { CaptureDevice } from './audioDevice.js';
 import type { EchoGate } from './echoGate.js';
 import { LatencyRecorder } from './latencyRecorder.js';
-import type { OpusFrameEncoder } from './opusCodec.js';
+import type { OpusFrameEncoder } from '../../common/audio/opusCodec.js';
 import { UplinkLossPolicy } from './uplinkLossPolicy.js';
 
 export type PacketSink = (opus: Buffer, rtpSamples: 960, capturedAtNs: bigint) => void;

@@ -3,7 +3,7 @@
 import { RTCPeerConnection, RTCRtpCodecParameters, type RTCDataChannel, type RTCRtpTransceiver, type RtpPacket } from 'werift';
 import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
 import type { IceServer } from '../../protocol/session.js';
-import { AUDIO } from '../../protocol/session.js';
+import { OPUS_RTP } from '../../protocol/media.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 
 export interface CallPeerOptions {
@@ -49,15 +49,7 @@ export class CallPeer {
       iceUseIpv6: false,
       dtls: { keys: dtlsKeys() },
       codecs: {
-        audio: [
-          new RTCRtpCodecParameters({
-            mimeType: 'audio/opus',
-            clockRate: AUDIO.sampleRate,
-            channels: 2,
-            payloadType: AUDIO.opusPayloadType,
-            parameters: 'minptime=10;useinbandfec=1',
-          }),
-        ],
+        audio: [new RTCRtpCodecParameters({ ...OPUS_RTP })],
         video: [],
       },
     });

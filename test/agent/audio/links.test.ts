@@ -5,7 +5,7 @@ import type { PlaybackDevice, CaptureDevice } from '../../../src/agent/audio/aud
 import { Downlink } from '../../../src/agent/audio/downlink.js';
 import { EchoGate, type DuplexMode } from '../../../src/agent/audio/echoGate.js';
 import { JitterBuffer } from '../../../src/agent/audio/jitterBuffer.js';
-import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/common/audio/opusCodec.js';
 import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
 import { ResilientPlayback } from '../../../src/agent/audio/resilientDevice.js';
 import { Uplink } from '../../../src/agent/audio/uplink.js';
