@@ -14,6 +14,7 @@ import { isLoopbackUrl, loadSettings, type LoadedSettings } from '../agent/setti
 import { statusSocketCandidates } from '../agent/statusServer.js';
 import { WebrtcTransport } from '../agent/transport/webrtcTransport.js';
 import { silentLogger } from '../common/logger.js';
+import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { readStatus } from './statusClient.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -121,8 +122,8 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', (m) => (m as { getDevices(): unknown[] }).getDevices().length + ' devices')),
     timed('addon: Opus', async () =>
       addon('addon: Opus', '@discordjs/opus', (m) => {
-        const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(48_000, 1);
-        return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(1920)).length} bytes`;
+        const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(SAMPLE_RATE, CHANNELS);
+        return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(FRAME_SAMPLES * 2)).length} bytes`;
       }),
     ),
   ]);
@@ -260,7 +261,7 @@ async function checkPlayback(backend: AudioBackend | undefined, device: string, 
     let failure: Error | undefined;
     pb.onError = (e) => (failure = e);
     await pb.start();
-    const silence = new Int16Array(960);
+    const silence = new Int16Array(FRAME_SAMPLES);
     for (let i = 0; i < 5; i++) {
       pb.write(silence);
       await new Promise((r) => setTimeout(r, 20));

@@ -91,8 +91,8 @@ export class PortAudioBackend implements AudioBackend {
   constructor(opts: PortAudioOptions = {}) {
     this.outputLatencyMs = opts.outputLatencyMs ?? 60;
     this.inputLatencyMs = opts.inputLatencyMs ?? 40;
-    this.framesPerBuffer = opts.framesPerBuffer ?? 960;
-    this.captureFramesPerBuffer = opts.captureFramesPerBuffer ?? 1920;
+    this.framesPerBuffer = opts.framesPerBuffer ?? FRAME_SAMPLES;
+    this.captureFramesPerBuffer = opts.captureFramesPerBuffer ?? 2 * FRAME_SAMPLES;
     this.stallMs = opts.stallMs ?? 500;
     this.maxQueuedFrames = opts.maxQueuedFrames ?? 10;
   }

@@ -8,10 +8,11 @@ import { silentLogger } from '../../common/logger.js';
 import type { CaptureDevice } from './audioDevice.js';
 import type { EchoGate } from './echoGate.js';
 import { LatencyRecorder } from './latencyRecorder.js';
+import { FRAME_SAMPLES } from '../../protocol/media.js';
 import type { OpusFrameEncoder } from '../../common/audio/opusCodec.js';
 import { UplinkLossPolicy } from './uplinkLossPolicy.js';
 
-export type PacketSink = (opus: Buffer, rtpSamples: 960, capturedAtNs: bigint) => void;
+export type PacketSink = (opus: Buffer, rtpSamples: typeof FRAME_SAMPLES, capturedAtNs: bigint) => void;
 
 export interface UplinkOptions {
   capture: CaptureDevice;
@@ -95,7 +96,7 @@ export class Uplink {
     if (gated !== frame) this.stats.silenced++;
     const packet = this.encoder.encode(gated);
     try {
-      sink(packet, 960, capturedAtNs);
+      sink(packet, FRAME_SAMPLES, capturedAtNs);
     } catch (err) {
       this.stats.sinkErrors++;
       if (!this.sinkErrorLogged) {

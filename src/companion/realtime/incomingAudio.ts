@@ -5,7 +5,7 @@
 // audio that preceded speech_start (the VAD needs ~100 ms to decide).
 import { loadOpus } from '../../common/audio/opusBinding.js';
 import { Resampler } from '../../common/audio/resample.js';
-import { FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
+import { CHANNELS, FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import type { Recognition, Recognizer, RecognizerStream } from '../speech/recognizer.js';
 import { VoiceActivityDetector } from '../speech/vad.js';
 
@@ -36,7 +36,7 @@ export interface IncomingAudioStats {
 }
 
 export class IncomingAudio {
-  private readonly decoder = new opus.OpusEncoder(SAMPLE_RATE, 1);
+  private readonly decoder = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
   private readonly down = new Resampler(SAMPLE_RATE, RATE_16K);
   private readonly vad: VoiceActivityDetector;
   private readonly ring: Int16Array;
