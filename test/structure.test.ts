@@ -97,6 +97,22 @@ const FORBIDDEN: Record<string, string[]> = {
   common: ['agent', 'companion', 'cli'],
 };
 
+/** Classes declared `extends Error` (directly) in a file. */
+function errorSubclasses(text: string): string[] {
+  const sf = ts.createSourceFile('x.ts', text, ts.ScriptTarget.Latest, true);
+  return sf.statements.filter(ts.isClassDeclaration).filter((c) =>
+    c.heritageClauses?.some((h) => h.token === ts.SyntaxKind.ExtendsKeyword && h.types.some((t) => t.expression.getText(sf) === 'Error')),
+  ).map((c) => c.name?.text ?? '(anonymous)');
+}
+
+describe('the error classes of src/', () => {
+  it('all extend the one base with a code and a cause (common/errors.ts)', () => {
+    expect(errorSubclasses('export class A extends Error {}\nclass B extends A {}')).toEqual(['A']);
+    const direct = sourceFiles(src).flatMap((f) => errorSubclasses(readFileSync(f, 'utf8')).map((c) => `${path.relative(src, f)}: ${c}`));
+    expect(direct).toEqual([`common${path.sep}errors.ts: CodedError`]);
+  });
+});
+
 describe('the import graph of src/', () => {
   const graph = importGraph();
 

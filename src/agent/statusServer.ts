@@ -6,6 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { CodedError } from '../common/errors.js';
 
 export const STATUS_SOCKET_NAME = 'status.sock';
 
@@ -24,14 +25,10 @@ export function statusSocketCandidates(stateDir: string, env: NodeJS.ProcessEnv 
   return [...new Set(list)];
 }
 
-export class StatusServerError extends Error {
+export class StatusServerError extends CodedError<'already_running' | 'listen_failed'> {
   override name = 'StatusServerError';
-  constructor(
-    readonly code: 'already_running' | 'listen_failed',
-    message: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
+  constructor(code: 'already_running' | 'listen_failed', message: string, cause?: unknown) {
+    super(code, message, { cause });
   }
 }
 

@@ -15,16 +15,10 @@ import { isSpeechError } from './speech/speechError.js';
 import { designVoice } from './speech/voiceDesign.js';
 import { DEFAULT_STORIES, DEFAULT_VOICES } from './seedContent.js';
 import { StoryImportSchema } from './storyImport.js';
+import { CodedError } from '../common/errors.js';
 
-export class AdminError extends Error {
-  constructor(
-    readonly code: 'NOT_FOUND' | 'INVALID_INPUT' | 'CONFLICT',
-    message: string,
-    opts?: { cause?: unknown },
-  ) {
-    super(message, opts);
-    this.name = 'AdminError';
-  }
+export class AdminError extends CodedError<'NOT_FOUND' | 'INVALID_INPUT' | 'CONFLICT'> {
+  override name = 'AdminError';
 }
 
 export const DEFAULT_WORKSPACE_NAME = 'default';

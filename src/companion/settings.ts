@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as z from '../common/zodMini.js';
 import { setPath } from '../common/setPath.js';
+import { CodedError, type CodedErrorOptions } from '../common/errors.js';
 
 /** Two-way calls one core of the development machine holds with no late frame (bench companion-realtime, issue
  *  #2: 32 and 28 in two runs). A Raspberry Pi core holds fewer: set realtime.maxCalls there. */
@@ -96,11 +97,10 @@ export type CompanionSettings = z.infer<typeof CompanionSettingsSchema>;
 /** What callers may pass: any subset, nested sections partial too. */
 export type CompanionSettingsInput = z.input<typeof CompanionSettingsSchema>;
 
-export class CompanionSettingsError extends Error {
-  readonly code = 'CONFIG_INVALID';
-  constructor(message: string, opts?: { cause?: unknown }) {
-    super(message, opts);
-    this.name = 'CompanionSettingsError';
+export class CompanionSettingsError extends CodedError<'CONFIG_INVALID'> {
+  override name = 'CompanionSettingsError';
+  constructor(message: string, opts?: CodedErrorOptions) {
+    super('CONFIG_INVALID', message, opts);
   }
 }
 

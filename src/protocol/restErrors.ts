@@ -1,5 +1,6 @@
 // Every error code of the REST routes (/v1/app/*) with its HTTP status, in one registry (spec section 7):
 // body {detail:{error, code}}. Statuses the spec states are kept; the others are our documented choice.
+import { CodedError } from '../common/errors.js';
 
 export interface RestErrorDef {
   status: number;
@@ -73,15 +74,11 @@ export function parseRestErrorBody(value: unknown): { error?: string; code?: str
 }
 
 /** A REST failure with its code; the server turns it into {detail:{error, code}} and the code's status. */
-export class RestError extends Error {
+export class RestError extends CodedError<RestErrorCode> {
+  override name = 'RestError';
   readonly status: number;
-  constructor(
-    readonly code: RestErrorCode,
-    message: string,
-    opts?: { status?: number; cause?: unknown },
-  ) {
-    super(message, { cause: opts?.cause });
-    this.name = 'RestError';
+  constructor(code: RestErrorCode, message: string, opts?: { status?: number; cause?: unknown }) {
+    super(code, message, opts);
     this.status = opts?.status ?? REST_ERRORS[code].status;
   }
   toBody(): RestErrorBody {
