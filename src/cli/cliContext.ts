@@ -3,7 +3,7 @@
 import { mkdir } from 'node:fs/promises';
 import { loadIdentity, type Identity } from '../agent/identity.js';
 import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
-import { loadSettings, readConfigFile, requireServerSettings, type LoadedSettings, type Settings } from '../agent/settings.js';
+import { loadSettings, readConfigFile, requireServerSettings, settingFromEnv, type LoadedSettings, type Settings } from '../agent/settings.js';
 import { ServiceClient } from '../agent/serviceClient.js';
 import type { AudioBackend } from '../agent/audio/audioDevice.js';
 import type { Logger } from '../common/logger.js';
@@ -47,7 +47,7 @@ export async function openMixer(s: Settings): Promise<AmixerMixer> {
  * workspace key is set. Without one, `run` starts a local companion server instead.
  */
 export function isServerConfigured(loaded: LoadedSettings, env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.SPEAKER_AGENT_SERVER_URL || loaded.settings.server.workspaceKey) return true;
+  if (settingFromEnv('server.url', env) || loaded.settings.server.workspaceKey) return true;
   const server = readConfigFile(loaded.configDir).server as { url?: unknown } | undefined;
   return server?.url !== undefined;
 }
@@ -65,14 +65,14 @@ export interface LocalCompanion {
  * server is configured.
  */
 export async function startLocalCompanion(dataDir: string, logger: Logger): Promise<LocalCompanion> {
-  const [{ loadCompanionSettings }, { startCompanionServer }, { seedDefaults, DEFAULT_WORKSPACE_NAME }] = await Promise.all([
+  const [{ loadCompanionSettings, companionSettingFromEnv }, { startCompanionServer }, { seedDefaults, DEFAULT_WORKSPACE_NAME }] = await Promise.all([
     import('../companion/settings.js'),
     import('../companion/server.js'),
     import('../companion/admin.js'),
   ]);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const seed = seedDefaults(dataDir);
-  const cs = loadCompanionSettings({ host: '127.0.0.1', dataDir, ...(process.env.SPEAKER_AGENT_COMPANION_PORT ? {} : { port: 0 }) });
+  const cs = loadCompanionSettings({ host: '127.0.0.1', dataDir, ...(companionSettingFromEnv('port') ? {} : { port: 0 }) });
   const server = await startCompanionServer(cs, { logger: logger.child({ component: 'companion' }) });
   return { url: server.url, workspaceKey: seed.key, workspaceName: DEFAULT_WORKSPACE_NAME, close: () => server.close() };
 }
