@@ -1,11 +1,10 @@
-// What commands share: the loaded settings, the identity, a client for the service, the audio backend and
-// the mixer, each built on demand so a command only pays for (and only fails on) what it uses.
+// What commands share: the loaded settings, the identity and a client for the service (the device's parts come
+// from agent/device.ts), each built on demand so a command only pays for (and only fails on) what it uses.
 import { mkdir } from 'node:fs/promises';
 import { loadIdentity, type Identity } from '../agent/identity.js';
-import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
-import { loadSettings, readConfigFile, requireServerSettings, settingFromEnv, type LoadedSettings, type Settings } from '../agent/settings.js';
-import { ServiceClient } from '../agent/serviceClient.js';
-import type { AudioBackend } from '../agent/audio/audioDevice.js';
+import { serviceClient } from '../agent/device.js';
+import { loadSettings, readConfigFile, requireServerSettings, settingFromEnv, type LoadedSettings } from '../agent/settings.js';
+import type { ServiceClient } from '../agent/serviceClient.js';
 import type { Logger } from '../common/logger.js';
 
 export function settings(): LoadedSettings {
@@ -22,24 +21,7 @@ export interface ServiceAccess {
 export async function serviceAccess(loaded: LoadedSettings = settings()): Promise<ServiceAccess> {
   requireServerSettings(loaded.settings);
   const { identity } = await loadIdentity(loaded.stateDir);
-  const s = loaded.settings.server;
-  const client = new ServiceClient({
-    baseUrl: s.url,
-    credentials: { workspaceKey: s.workspaceKey, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: s.appSource },
-    timeoutMs: s.requestTimeoutMs,
-  });
-  return { loaded, identity, client };
-}
-
-/** The PortAudio backend, loaded lazily: the native addon costs ~100 ms and is not needed by every command. */
-export async function audioBackend(): Promise<AudioBackend> {
-  const { PortAudioBackend } = await import('../agent/audio/portAudioBackend.js');
-  return new PortAudioBackend();
-}
-
-/** The mixer named by the settings (card + control; control found automatically when unset). */
-export async function openMixer(s: Settings): Promise<AmixerMixer> {
-  return new AmixerMixer({ card: s.mixer.card, control: s.mixer.control });
+  return { loaded, identity, client: serviceClient(loaded.settings, identity) };
 }
 
 /**

@@ -9,7 +9,8 @@ import { ensureIdentity, fingerprint, loadIdentity } from '../agent/identity.js'
 import { loadSettings, requireServerSettings, settingFromEnv, type Settings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
 import { createLogger } from '../common/logger.js';
-import { audioBackend, isServerConfigured, openMixer, startLocalCompanion } from './cliContext.js';
+import { isServerConfigured, startLocalCompanion } from './cliContext.js';
+import { wireDevice } from '../agent/device.js';
 import { attachConversationPrinter, describeFunction } from './conversation.js';
 import { startDaemon } from './daemon.js';
 import { runDemo } from './demo.js';
@@ -73,8 +74,8 @@ export async function runAgent(o: RunOptions): Promise<number> {
   const identity = companion ? (await ensureIdentity(loaded.stateDir)).identity : (await loadIdentity(loaded.stateDir)).identity;
   print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
 
-  const mixer = await openMixer(settings);
-  const agent = new SpeakerAgent({ settings, identity, audio: await audioBackend(), mixer, logger });
+  const { client, mixer, audio, transportFactory } = await wireDevice(settings, identity);
+  const agent = new SpeakerAgent({ settings, identity, client, audio, mixer, transportFactory, logger });
   if (human) attachConversationPrinter(agent, print);
 
   const daemon = await startDaemon({

@@ -4,7 +4,8 @@ import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { sineWave } from '../../common/audio/signal.js';
 import { SAMPLE_RATE } from '../../protocol/media.js';
-import { audioBackend, settings } from '../cliContext.js';
+import { settings } from '../cliContext.js';
+import { audioBackend } from '../../agent/device.js';
 import { emit } from '../output.js';
 import { playClip } from '../player.js';
 
