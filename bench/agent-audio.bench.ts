@@ -24,10 +24,11 @@ import path from 'node:path';
 import { Downlink } from '../src/agent/audio/downlink.js';
 import { EchoGate } from '../src/agent/audio/echoGate.js';
 import { JitterBuffer } from '../src/agent/audio/jitterBuffer.js';
-import { OpusFrameDecoder, OpusFrameEncoder } from '../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../src/common/audio/opusCodec.js';
 import { PortAudioBackend } from '../src/agent/audio/portAudioBackend.js';
 import { ResilientCapture, ResilientPlayback } from '../src/agent/audio/resilientDevice.js';
 import { Uplink } from '../src/agent/audio/uplink.js';
+import { echoGateStage } from '../src/agent/audio/micStages.js';
 import { percentile, type BenchRow } from './table.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -103,7 +104,7 @@ export async function run(): Promise<BenchRow[]> {
   const gate = new EchoGate({ mode: 'full-duplex' });
   // The devices as the agent uses them: reopened if they fail (a stall > 1.5 s counts as failed).
   const capture = new ResilientCapture({ backend, deviceName: 'default' });
-  const uplink = new Uplink({ capture, encoder: new OpusFrameEncoder(), echoGate: gate });
+  const uplink = new Uplink({ capture, encoder: new OpusFrameEncoder(), stages: [echoGateStage(gate)] });
   const jitter = new JitterBuffer();
   const playback = new ResilientPlayback({ backend, deviceName: 'default' });
   const downlink = new Downlink({

@@ -83,7 +83,7 @@ async function serverRole(): Promise<void> {
 async function clientsRole(): Promise<void> {
   const { RealtimeTestClient } = await import('../test/support/realtimeTestClient.js');
   const { speechClip } = await import('../test/support/speechWav.js');
-  const { OpusFrameEncoder } = await import('../src/agent/audio/opusCodec.js');
+  const { OpusFrameEncoder } = await import('../src/common/audio/opusCodec.js');
   const { deviceHeaders } = await import('../src/protocol/headers.js');
   const { randomUUID, randomBytes } = await import('node:crypto');
   const url = process.env.RT_BENCH_URL!;

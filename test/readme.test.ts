@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REALTIME_ERRORS } from '../src/protocol/realtimeErrors.js';
+import { CLIENT_EVENT_ERRORS, REALTIME_ERRORS } from '../src/protocol/realtimeErrors.js';
 import { ENV_OVERRIDES } from '../src/agent/settings.js';
 
 const readme = readFileSync(path.resolve(import.meta.dirname, '../README.md'), 'utf8');
@@ -12,6 +12,11 @@ describe('README.md', () => {
     const rows = [...readme.matchAll(/^\| ([a-z_]+) \| (\d{3}) \| ([a-z_]+) \|/gm)].map((m) => [m[1], { status: Number(m[2]), type: m[3] }]);
     const expected = Object.entries(REALTIME_ERRORS).map(([k, v]) => [k, { status: v.status, type: v.type }]);
     expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(expected));
+  });
+
+  it('names every code of the error events answered to bad client messages', () => {
+    const named = /events for bad client messages \(codes ([^)]*)\)/.exec(readme)?.[1] ?? '';
+    expect([...named.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]).sort()).toEqual(Object.keys(CLIENT_EVENT_ERRORS).sort());
   });
 
   it('lists every agent environment override with the setting it sets', () => {

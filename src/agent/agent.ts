@@ -10,9 +10,12 @@ import { AgentError, toAgentError } from './errors.js';
 import { fingerprint, type Identity } from './identity.js';
 import type { Mixer, MixerState } from './mixer/mixer.js';
 import { DefaultReconnectPolicy, type ReconnectPolicy } from './reconnectPolicy.js';
-import { ServiceClient } from './serviceClient.js';
-import { isLoopbackUrl, type Settings } from './settings.js';
+import { serviceClient, webrtcTransportOptions } from './device.js';
+import type { ServiceClient } from './serviceClient.js';
+import type { Settings } from './settings.js';
 import type { TransportFactory } from './transport/transportLayer.js';
+// Static on purpose: werift then loads with the agent, not after start(), where it would wait behind the sound
+// card's (synchronous) opening and delay the first call by ~0.4 s (bench agent-call).
 import { WebrtcTransport } from './transport/webrtcTransport.js';
 
 export type AgentState = 'connecting' | 'connected' | 'backoff' | 'stopped';
@@ -50,8 +53,10 @@ export interface SpeakerAgentDeps {
   mixer: Mixer;
   logger: Logger;
   reconnectPolicy?: ReconnectPolicy;
-  /** default: a WebrtcTransport per call */
+  /** default: device.ts's (a WebrtcTransport per call) */
   transportFactory?: TransportFactory;
+  /** default: device.ts's client for these settings and identity */
+  client?: ServiceClient;
 }
 
 export const MAX_TRANSCRIPTS = 20;
@@ -103,20 +108,8 @@ export class SpeakerAgent extends EventEmitter {
         fastRetryWindowMs: s.reconnect.fastRetryWindowMs,
         fastRetryMaxDelayMs: s.reconnect.fastRetryMaxDelayMs,
       });
-    const loopback =
-      s.call.loopbackCandidates === 'always' || (s.call.loopbackCandidates === 'auto' && isLoopbackUrl(s.server.url));
-    this.transportFactory =
-      deps.transportFactory ?? (() => new WebrtcTransport({ additionalHostAddresses: loopback ? ['127.0.0.1'] : undefined }));
-    this.client = new ServiceClient({
-      baseUrl: s.server.url,
-      credentials: {
-        workspaceKey: s.server.workspaceKey,
-        clientId: deps.identity.clientId,
-        clientSecret: deps.identity.clientSecret,
-        appSource: s.server.appSource,
-      },
-      timeoutMs: s.server.requestTimeoutMs,
-    });
+    this.transportFactory = deps.transportFactory ?? (() => new WebrtcTransport(webrtcTransportOptions(s)));
+    this.client = deps.client ?? serviceClient(s, deps.identity);
   }
 
   /** Starts keeping the call up and opens the sound card (a busy or missing device is retried in the

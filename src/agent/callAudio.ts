@@ -1,5 +1,5 @@
 // The agent's sound path, opened once for the whole run and shared by successive calls: the audio engineer's
-// Uplink (mic -> echo gate -> Opus) and Downlink (RTP -> jitter buffer -> Opus -> speaker), wired to the
+// Uplink (mic -> stages: echo gate -> Opus) and Downlink (RTP -> jitter buffer -> Opus -> speaker), wired to the
 // configured devices. Between calls the uplink has no sink, so nothing is encoded. The devices are resilient:
 // a busy, missing or failing card is reopened in the background while the call stays up.
 import type { Logger } from '../common/logger.js';
@@ -7,18 +7,17 @@ import type { AudioBackend } from './audio/audioDevice.js';
 import { Downlink } from './audio/downlink.js';
 import { EchoGate } from './audio/echoGate.js';
 import { JitterBuffer } from './audio/jitterBuffer.js';
-import { OpusFrameDecoder, OpusFrameEncoder } from './audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../common/audio/opusCodec.js';
 import { ResilientCapture, ResilientPlayback, type DeviceState } from './audio/resilientDevice.js';
-import { Uplink } from './audio/uplink.js';
+import { echoGateStage } from './audio/micStages.js';
+import { Uplink, type PacketSink } from './audio/uplink.js';
 import { AgentError } from './errors.js';
 import type { Settings } from './settings.js';
 import type { InboundRtp } from './transport/transportLayer.js';
 
-export type OpusSink = (opus: Buffer, samples: number) => void;
-
 export interface CallAudio {
   /** where microphone packets go; undefined between calls */
-  setSink(sink: OpusSink | undefined): void;
+  setSink(sink: PacketSink | undefined): void;
   /** an inbound RTP packet from the call */
   push(packet: InboundRtp, receivedAtNs: bigint): void;
   /** the call ended: what is buffered for the speaker is dropped */
@@ -41,7 +40,8 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     echoGate,
     logger: o.logger,
   });
-  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), echoGate, logger: o.logger });
+  // The microphone path, assembled here only (micStages.ts): an echo canceller or a wake word tap goes in this list.
+  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), stages: [echoGateStage(echoGate)], logger: o.logger });
   try {
     await downlink.start();
     await uplink.start(undefined);
@@ -58,7 +58,7 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     uplink,
     downlink,
     deviceStates: () => ({ microphone: microphone.state, speaker: speaker.state }),
-    setSink: (sink) => uplink.setSink(sink ? (opus, samples) => sink(opus, samples) : undefined),
+    setSink: (sink) => uplink.setSink(sink),
     push: (p, ns) => downlink.push(p, ns),
     resetDownlink: () => downlink.resetStream(),
     close: async () => {

@@ -3,7 +3,7 @@
 // (401/404) is explained plainly, with the ways to recover. Never prints the secret, only its fingerprint.
 import { AgentError } from './errors.js';
 import { ensureIdentity, fingerprint, identityPath, type Identity } from './identity.js';
-import { ServiceClient } from './serviceClient.js';
+import { serviceClient } from './device.js';
 import { requireServerSettings, type Settings } from './settings.js';
 
 export interface EnrollOptions {
@@ -61,16 +61,7 @@ export async function enroll(o: EnrollOptions): Promise<EnrollResult> {
   if (o.verify === false) return { ...base, verdict: 'skipped', lines };
 
   requireServerSettings(o.settings);
-  const client = new ServiceClient({
-    baseUrl: o.settings.server.url,
-    credentials: {
-      workspaceKey: o.settings.server.workspaceKey,
-      clientId: r.identity.clientId,
-      clientSecret: r.identity.clientSecret,
-      appSource: o.settings.server.appSource,
-    },
-    timeoutMs: o.settings.server.requestTimeoutMs,
-  });
+  const client = serviceClient(o.settings, r.identity);
   try {
     await client.createSession(['text', 'audio']);
     lines.push(`The server at ${o.settings.server.url} accepted this device${r.created ? ' and enrolled its secret' : ''}.`);

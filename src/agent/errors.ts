@@ -1,5 +1,6 @@
 // The agent's typed errors: one class with a machine-readable code and the underlying cause, and the exit code
 // the CLI maps each one to (so scripts and systemd can tell "fix your config" from "the network is down").
+import { CodedError, type CodedErrorOptions } from '../common/errors.js';
 
 export type AgentErrorCode =
   | 'usage'
@@ -16,24 +17,19 @@ export type AgentErrorCode =
   | 'mixer'
   | 'internal';
 
-export interface AgentErrorOptions {
-  cause?: unknown;
+export interface AgentErrorOptions extends CodedErrorOptions {
   /** HTTP status when the error came from the service */
   status?: number;
   /** the service's own error code (realtime `error.code` or REST `detail.code`) */
   serverCode?: string;
 }
 
-export class AgentError extends Error {
+export class AgentError extends CodedError<AgentErrorCode> {
   override name = 'AgentError';
   readonly status?: number;
   readonly serverCode?: string;
-  constructor(
-    readonly code: AgentErrorCode,
-    message: string,
-    opts: AgentErrorOptions = {},
-  ) {
-    super(message, { cause: opts.cause });
+  constructor(code: AgentErrorCode, message: string, opts: AgentErrorOptions = {}) {
+    super(code, message, opts);
     this.status = opts.status;
     this.serverCode = opts.serverCode;
   }

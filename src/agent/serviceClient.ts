@@ -8,6 +8,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
 import { parseRealtimeErrorBody } from '../protocol/realtimeErrors.js';
+import { CLIENT_REJECTED_CODES, parseRestErrorBody } from '../protocol/restErrors.js';
 import { parseRealtimeSession, type Modality, type RealtimeSession } from '../protocol/session.js';
 import { AgentError } from './errors.js';
 
@@ -146,12 +147,12 @@ function realtimeError(status: number, text: string, what: string): AgentError {
 }
 
 function restError(status: number, json: unknown, body: Buffer, what: string): AgentError {
-  const d = (json as { detail?: { error?: unknown; code?: unknown } } | undefined)?.detail;
-  const code = typeof d?.code === 'string' ? d.code : undefined;
-  const msg = typeof d?.error === 'string' ? d.error : body.toString('utf8').slice(0, 200) || `HTTP ${status}`;
+  const d = parseRestErrorBody(json);
+  const code = d?.code;
+  const msg = d?.error ?? (body.toString('utf8').slice(0, 200) || `HTTP ${status}`);
   const detail = code ? `${msg} (${code})` : msg;
   const opts = { status, serverCode: code };
-  if (status === 401 || (status === 404 && (code === 'CLIENT_NOT_FOUND' || code === 'CLIENT_NOT_ACTIVATED'))) {
+  if (status === 401 || (status === 404 && code !== undefined && CLIENT_REJECTED_CODES.includes(code))) {
     return new AgentError('auth_rejected', `the server rejected this device: ${detail}`, opts);
   }
   if (status >= 500) return new AgentError('server_error', `${what} failed on the server: ${detail}`, opts);

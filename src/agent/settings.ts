@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as z from '../common/zodMini.js';
+import { envOverrides, withEnv, type EnvOverride } from '../common/zodMini.js';
 import { AgentError } from './errors.js';
 import { setPath } from '../common/setPath.js';
 
@@ -14,32 +15,32 @@ const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'si
 export const SettingsSchema = z.object({
   server: z.prefault(z.object({
     /** base URL of the Voice Assistant Service, e.g. https://voice.example.com */
-    url: z._default(z.url({ protocol: /^https?$/ }), 'http://127.0.0.1:8080'),
+    url: withEnv(z._default(z.url({ protocol: /^https?$/ }), 'http://127.0.0.1:8080'), 'SPEAKER_AGENT_SERVER_URL', 'base URL of the Voice Assistant Service'),
     /** workspace API key from the dashboard (X-Workspace-Key) */
-    workspaceKey: z._default(z.string(), ''),
+    workspaceKey: withEnv(z._default(z.string(), ''), 'SPEAKER_AGENT_WORKSPACE_KEY', 'workspace API key (X-Workspace-Key)'),
     /** optional analytics label (X-App-Source) */
-    appSource: z.optional(z.nonEmpty()),
+    appSource: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_APP_SOURCE', 'analytics label (X-App-Source)'),
     /** per-request timeout for the HTTP routes */
     requestTimeoutMs: z._default(z.coercedInt(100, 120_000), 10_000),
   }), {}),
   audio: z.prefault(z.object({
-    captureDevice: z._default(z.nonEmpty(), 'default'),
-    playbackDevice: z._default(z.nonEmpty(), 'default'),
+    captureDevice: withEnv(z._default(z.nonEmpty(), 'default'), 'SPEAKER_AGENT_CAPTURE_DEVICE', 'PortAudio/ALSA capture device name'),
+    playbackDevice: withEnv(z._default(z.nonEmpty(), 'default'), 'SPEAKER_AGENT_PLAYBACK_DEVICE', 'PortAudio/ALSA playback device name'),
     /** half: the microphone is gated while the speaker plays (no echo canceller); full: always open */
-    duplex: z._default(z.enum(['half', 'full']), 'half'),
+    duplex: withEnv(z._default(z.enum(['half', 'full']), 'half'), 'SPEAKER_AGENT_DUPLEX', 'half or full'),
     /** how long the mic stays gated after playback stops (room echo tail) */
-    echoTailMs: z._default(z.coercedInt(0, 2_000), 200),
+    echoTailMs: withEnv(z._default(z.coercedInt(0, 2_000), 200), 'SPEAKER_AGENT_ECHO_TAIL_MS', 'mic gate hold after playback (ms)'),
   }), {}),
   mixer: z.prefault(z.object({
     /** ALSA card for amixer (-c / -D), e.g. "default", "0", "Headphones" */
-    card: z._default(z.nonEmpty(), 'default'),
+    card: withEnv(z._default(z.nonEmpty(), 'default'), 'SPEAKER_AGENT_MIXER_CARD', 'ALSA card for the volume control'),
     /** simple control, e.g. "Master", "PCM", "Speaker"; unset = found automatically */
-    control: z.optional(z.nonEmpty()),
+    control: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_MIXER_CONTROL', 'ALSA simple control (Master, PCM, Speaker...)'),
   }), {}),
-  log: z.prefault(z.object({ level: z._default(LogLevel, 'info') }), {}),
+  log: z.prefault(z.object({ level: withEnv(z._default(LogLevel, 'info'), 'SPEAKER_AGENT_LOG_LEVEL', 'fatal, error, warn, info, debug, trace or silent') }), {}),
   paths: z.prefault(z.object({
     /** where the identity (client id + secret) lives; default $STATE_DIRECTORY or ~/.local/state/speaker-agent */
-    stateDir: z.optional(z.nonEmpty()),
+    stateDir: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_STATE_DIR', 'directory of identity.json (default $STATE_DIRECTORY, else ~/.local/state/speaker-agent)'),
   }), {}),
   reconnect: z.prefault(z.object({
     initialDelayMs: z._default(z.coercedInt(10), 250),
@@ -54,40 +55,40 @@ export const SettingsSchema = z.object({
   }), {}),
   call: z.prefault(z.object({
     /** no RTP, RTCP or data-channel message for this long = the peer is gone */
-    livenessTimeoutMs: z._default(z.coercedInt(500, 60_000), 5_000),
+    livenessTimeoutMs: withEnv(z._default(z.coercedInt(500, 60_000), 5_000), 'SPEAKER_AGENT_LIVENESS_TIMEOUT_MS', 'quiet time (ms): half of it before a consent check asks the peer; the whole of it when the transport cannot ask'),
     /** session + SDP exchange + ICE/DTLS must finish within this */
     connectTimeoutMs: z._default(z.coercedInt(1_000, 120_000), 15_000),
     /** gather 127.0.0.1 as an ICE host candidate: auto = when the server URL is loopback */
-    loopbackCandidates: z._default(z.enum(['auto', 'always', 'never']), 'auto'),
+    loopbackCandidates: withEnv(z._default(z.enum(['auto', 'always', 'never']), 'auto'), 'SPEAKER_AGENT_LOOPBACK_CANDIDATES', 'auto, always or never'),
   }), {}),
 });
 
 export type Settings = z.infer<typeof SettingsSchema>;
+export type { EnvOverride };
 
-export interface EnvOverride {
-  env: string;
-  /** dotted settings key */
-  key: string;
-  description: string;
+type Env = Record<string, string | undefined>;
+
+/** The variable that locates config.json: not a setting (the file cannot name its own place). */
+export const CONFIG_DIR_KEY = '(config dir)';
+
+/** Every environment variable the agent's settings read (the README lists this table), derived from the schema. */
+export const ENV_OVERRIDES: readonly EnvOverride[] = [
+  { env: 'SPEAKER_AGENT_CONFIG_DIR', key: CONFIG_DIR_KEY, description: 'directory of config.json (default $CONFIGURATION_DIRECTORY, else ~/.config/speaker-agent)' },
+  ...envOverrides(SettingsSchema),
+];
+
+/** The variable's raw value for a setting (dotted key), for the callers that must know where a value came from. */
+export function settingFromEnv(key: string, env: Env = process.env): string | undefined {
+  const o = ENV_OVERRIDES.find((x) => x.key === key);
+  return o ? env[o.env] : undefined;
 }
 
-/** Every environment variable the agent reads (the README lists this table). */
-export const ENV_OVERRIDES: readonly EnvOverride[] = [
-  { env: 'SPEAKER_AGENT_CONFIG_DIR', key: '(config dir)', description: 'directory of config.json (default $CONFIGURATION_DIRECTORY, else ~/.config/speaker-agent)' },
-  { env: 'SPEAKER_AGENT_STATE_DIR', key: 'paths.stateDir', description: 'directory of identity.json (default $STATE_DIRECTORY, else ~/.local/state/speaker-agent)' },
-  { env: 'SPEAKER_AGENT_SERVER_URL', key: 'server.url', description: 'base URL of the Voice Assistant Service' },
-  { env: 'SPEAKER_AGENT_WORKSPACE_KEY', key: 'server.workspaceKey', description: 'workspace API key (X-Workspace-Key)' },
-  { env: 'SPEAKER_AGENT_APP_SOURCE', key: 'server.appSource', description: 'analytics label (X-App-Source)' },
-  { env: 'SPEAKER_AGENT_CAPTURE_DEVICE', key: 'audio.captureDevice', description: 'PortAudio/ALSA capture device name' },
-  { env: 'SPEAKER_AGENT_PLAYBACK_DEVICE', key: 'audio.playbackDevice', description: 'PortAudio/ALSA playback device name' },
-  { env: 'SPEAKER_AGENT_DUPLEX', key: 'audio.duplex', description: 'half | full' },
-  { env: 'SPEAKER_AGENT_ECHO_TAIL_MS', key: 'audio.echoTailMs', description: 'mic gate hold after playback (ms)' },
-  { env: 'SPEAKER_AGENT_MIXER_CARD', key: 'mixer.card', description: 'ALSA card for the volume control' },
-  { env: 'SPEAKER_AGENT_MIXER_CONTROL', key: 'mixer.control', description: 'ALSA simple control (Master, PCM, Speaker...)' },
-  { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal|error|warn|info|debug|trace|silent' },
-  { env: 'SPEAKER_AGENT_LIVENESS_TIMEOUT_MS', key: 'call.livenessTimeoutMs', description: 'quiet time (ms): half of it before a consent check asks the peer; the whole of it when the transport cannot ask' },
-  { env: 'SPEAKER_AGENT_LOOPBACK_CANDIDATES', key: 'call.loopbackCandidates', description: 'auto | always | never' },
-];
+/** Sets the variable of a setting (the CLI's --config-dir, --state-dir and --log-level reach every module so). */
+export function setSettingInEnv(key: string, value: string, env: Env = process.env): void {
+  const o = ENV_OVERRIDES.find((x) => x.key === key);
+  if (!o) throw new Error(`no environment variable for the setting ${key}`);
+  env[o.env] = value;
+}
 
 export interface SettingsLocation {
   configDir: string;
@@ -99,10 +100,8 @@ export interface LoadedSettings extends SettingsLocation {
   settings: Settings;
 }
 
-type Env = Record<string, string | undefined>;
-
 export function defaultConfigDir(env: Env = process.env): string {
-  return env.SPEAKER_AGENT_CONFIG_DIR || firstDir(env.CONFIGURATION_DIRECTORY) || path.join(os.homedir(), '.config', 'speaker-agent');
+  return settingFromEnv(CONFIG_DIR_KEY, env) || firstDir(env.CONFIGURATION_DIRECTORY) || path.join(os.homedir(), '.config', 'speaker-agent');
 }
 
 export function defaultStateDir(env: Env = process.env): string {

@@ -6,6 +6,8 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { CodedError } from '../common/errors.js';
+import { processVariable } from '../common/processEnv.js';
 
 export const STATUS_SOCKET_NAME = 'status.sock';
 
@@ -14,7 +16,8 @@ export const STATUS_SOCKET_NAME = 'status.sock';
  * (/run/speaker-agent when run as the service), else <stateDir>/status.sock.
  */
 export function statusSocketCandidates(stateDir: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  if (env.SPEAKER_AGENT_STATUS_SOCKET) return [env.SPEAKER_AGENT_STATUS_SOCKET];
+  const socket = processVariable('statusSocket', env);
+  if (socket) return [socket];
   const list: string[] = [];
   const runtime = env.RUNTIME_DIRECTORY?.split(':')[0];
   if (runtime) list.push(path.join(runtime, STATUS_SOCKET_NAME));
@@ -24,14 +27,10 @@ export function statusSocketCandidates(stateDir: string, env: NodeJS.ProcessEnv 
   return [...new Set(list)];
 }
 
-export class StatusServerError extends Error {
+export class StatusServerError extends CodedError<'already_running' | 'listen_failed'> {
   override name = 'StatusServerError';
-  constructor(
-    readonly code: 'already_running' | 'listen_failed',
-    message: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
+  constructor(code: 'already_running' | 'listen_failed', message: string, cause?: unknown) {
+    super(code, message, { cause });
   }
 }
 

@@ -1,11 +1,10 @@
-// What commands share: the loaded settings, the identity, a client for the service, the audio backend and
-// the mixer, each built on demand so a command only pays for (and only fails on) what it uses.
+// What commands share: the loaded settings, the identity and a client for the service (the device's parts come
+// from agent/device.ts), each built on demand so a command only pays for (and only fails on) what it uses.
 import { mkdir } from 'node:fs/promises';
 import { loadIdentity, type Identity } from '../agent/identity.js';
-import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
-import { loadSettings, readConfigFile, requireServerSettings, type LoadedSettings, type Settings } from '../agent/settings.js';
-import { ServiceClient } from '../agent/serviceClient.js';
-import type { AudioBackend } from '../agent/audio/audioDevice.js';
+import { serviceClient } from '../agent/device.js';
+import { loadSettings, readConfigFile, requireServerSettings, settingFromEnv, type LoadedSettings } from '../agent/settings.js';
+import type { ServiceClient } from '../agent/serviceClient.js';
 import type { Logger } from '../common/logger.js';
 
 export function settings(): LoadedSettings {
@@ -22,24 +21,7 @@ export interface ServiceAccess {
 export async function serviceAccess(loaded: LoadedSettings = settings()): Promise<ServiceAccess> {
   requireServerSettings(loaded.settings);
   const { identity } = await loadIdentity(loaded.stateDir);
-  const s = loaded.settings.server;
-  const client = new ServiceClient({
-    baseUrl: s.url,
-    credentials: { workspaceKey: s.workspaceKey, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: s.appSource },
-    timeoutMs: s.requestTimeoutMs,
-  });
-  return { loaded, identity, client };
-}
-
-/** The PortAudio backend, loaded lazily: the native addon costs ~100 ms and is not needed by every command. */
-export async function audioBackend(): Promise<AudioBackend> {
-  const { PortAudioBackend } = await import('../agent/audio/portAudioBackend.js');
-  return new PortAudioBackend();
-}
-
-/** The mixer named by the settings (card + control; control found automatically when unset). */
-export async function openMixer(s: Settings): Promise<AmixerMixer> {
-  return new AmixerMixer({ card: s.mixer.card, control: s.mixer.control });
+  return { loaded, identity, client: serviceClient(loaded.settings, identity) };
 }
 
 /**
@@ -47,7 +29,7 @@ export async function openMixer(s: Settings): Promise<AmixerMixer> {
  * workspace key is set. Without one, `run` starts a local companion server instead.
  */
 export function isServerConfigured(loaded: LoadedSettings, env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.SPEAKER_AGENT_SERVER_URL || loaded.settings.server.workspaceKey) return true;
+  if (settingFromEnv('server.url', env) || loaded.settings.server.workspaceKey) return true;
   const server = readConfigFile(loaded.configDir).server as { url?: unknown } | undefined;
   return server?.url !== undefined;
 }
@@ -65,14 +47,14 @@ export interface LocalCompanion {
  * server is configured.
  */
 export async function startLocalCompanion(dataDir: string, logger: Logger): Promise<LocalCompanion> {
-  const [{ loadCompanionSettings }, { startCompanionServer }, { seedDefaults, DEFAULT_WORKSPACE_NAME }] = await Promise.all([
+  const [{ loadCompanionSettings, companionSettingFromEnv }, { startCompanionServer }, { seedDefaults, DEFAULT_WORKSPACE_NAME }] = await Promise.all([
     import('../companion/settings.js'),
     import('../companion/server.js'),
     import('../companion/admin.js'),
   ]);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const seed = seedDefaults(dataDir);
-  const cs = loadCompanionSettings({ host: '127.0.0.1', dataDir, ...(process.env.SPEAKER_AGENT_COMPANION_PORT ? {} : { port: 0 }) });
+  const cs = loadCompanionSettings({ host: '127.0.0.1', dataDir, ...(companionSettingFromEnv('port') ? {} : { port: 0 }) });
   const server = await startCompanionServer(cs, { logger: logger.child({ component: 'companion' }) });
   return { url: server.url, workspaceKey: seed.key, workspaceName: DEFAULT_WORKSPACE_NAME, close: () => server.close() };
 }

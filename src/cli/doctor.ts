@@ -7,13 +7,13 @@ import { type AudioBackend } from '../agent/audio/audioDevice.js';
 import { Call } from '../agent/call.js';
 import { AgentError } from '../agent/errors.js';
 import { fingerprint, identityPath, loadIdentity, type Identity } from '../agent/identity.js';
-import { AmixerMixer } from '../agent/mixer/amixerMixer.js';
+import { audioBackend, openMixer, serviceClient, transportFactory } from '../agent/device.js';
 import { MixerError } from '../agent/mixer/mixer.js';
-import { ServiceClient } from '../agent/serviceClient.js';
-import { isLoopbackUrl, loadSettings, type LoadedSettings } from '../agent/settings.js';
+import type { ServiceClient } from '../agent/serviceClient.js';
+import { loadSettings, type LoadedSettings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
-import { WebrtcTransport } from '../agent/transport/webrtcTransport.js';
 import { silentLogger } from '../common/logger.js';
+import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { readStatus } from './statusClient.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -121,8 +121,8 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', (m) => (m as { getDevices(): unknown[] }).getDevices().length + ' devices')),
     timed('addon: Opus', async () =>
       addon('addon: Opus', '@discordjs/opus', (m) => {
-        const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(48_000, 1);
-        return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(1920)).length} bytes`;
+        const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(SAMPLE_RATE, CHANNELS);
+        return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(FRAME_SAMPLES * 2)).length} bytes`;
       }),
     ),
   ]);
@@ -137,7 +137,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   const audioLane = async (): Promise<CheckResult[]> => {
     if (!loaded) return [];
     const a = loaded.settings.audio;
-    const backend = await (opts.backend ?? defaultBackend)().catch(() => undefined);
+    const backend = await (opts.backend ?? audioBackend)().catch(() => undefined);
     const out: CheckResult[] = [];
     out.push(await timed('capture', () => checkCapture(backend, a.captureDevice, opts.micMs ?? 800, daemonRunning)));
     out.push(await timed('playback', () => checkPlayback(backend, a.playbackDevice, daemonRunning)));
@@ -156,12 +156,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     out.push(reach);
     out.push(await timed('clock', async () => checkClock(serverDate)));
     if (reach.status !== 'pass' || !identity) return out;
-    const s = loaded.settings;
-    const client = new ServiceClient({
-      baseUrl: s.server.url,
-      credentials: { workspaceKey: s.server.workspaceKey, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: s.server.appSource },
-      timeoutMs: s.server.requestTimeoutMs,
-    });
+    const client = serviceClient(loaded.settings, identity);
     const auth = await timed('device headers (TOFU)', () => checkAuth(client));
     out.push(auth);
     if (auth.status === 'pass' && !opts.skipCall) out.push(await timed('realtime call', () => checkCall(client, loaded!)));
@@ -178,11 +173,6 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   });
 
   return { ok: results.every((r) => r.status !== 'fail'), checks: results, ms: Math.round(performance.now() - t0) };
-}
-
-async function defaultBackend(): Promise<AudioBackend> {
-  const { PortAudioBackend } = await import('../agent/audio/portAudioBackend.js');
-  return new PortAudioBackend();
 }
 
 async function checkNode(): Promise<Omit<CheckResult, 'ms'>> {
@@ -260,7 +250,7 @@ async function checkPlayback(backend: AudioBackend | undefined, device: string, 
     let failure: Error | undefined;
     pb.onError = (e) => (failure = e);
     await pb.start();
-    const silence = new Int16Array(960);
+    const silence = new Int16Array(FRAME_SAMPLES);
     for (let i = 0; i < 5; i++) {
       pb.write(silence);
       await new Promise((r) => setTimeout(r, 20));
@@ -281,8 +271,7 @@ async function checkPlayback(backend: AudioBackend | undefined, device: string, 
 }
 
 async function checkMixer(loaded: LoadedSettings): Promise<Omit<CheckResult, 'ms'>> {
-  const m = loaded.settings.mixer;
-  const mixer = new AmixerMixer({ card: m.card, control: m.control });
+  const mixer = await openMixer(loaded.settings);
   try {
     const before = await mixer.get();
     // set a different level, read it back, restore: proves the control is writable, not just readable
@@ -383,11 +372,10 @@ async function checkAuth(client: ServiceClient): Promise<Omit<CheckResult, 'ms'>
 
 async function checkCall(client: ServiceClient, loaded: LoadedSettings): Promise<Omit<CheckResult, 'ms'>> {
   const s = loaded.settings;
-  const loopback = s.call.loopbackCandidates === 'always' || (s.call.loopbackCandidates === 'auto' && isLoopbackUrl(s.server.url));
   const call = new Call({
     client,
-    transport: new WebrtcTransport({ additionalHostAddresses: loopback ? ['127.0.0.1'] : undefined }),
-    mixer: new AmixerMixer({ card: s.mixer.card, control: s.mixer.control }),
+    transport: (await transportFactory(s))(),
+    mixer: await openMixer(s),
     logger: silentLogger,
     hooks: { onAudio: () => {}, onTranscript: () => {}, onFunction: () => {} },
     livenessTimeoutMs: s.call.livenessTimeoutMs,

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { projectRoot } from '../common/projectRoot.js';
 import { promisify } from 'node:util';
 import { AgentError } from '../agent/errors.js';
+import { PROCESS_VARIABLES } from '../common/processEnv.js';
 
 const run = promisify(execFile);
 export const VIRTUAL_AUDIO_SCRIPT = path.join(projectRoot(), 'scripts', 'virtual-audio.sh');
@@ -34,7 +35,7 @@ export interface VirtualAudio {
 
 /** Starts the virtual sound card and points this process (PortAudio, amixer, paplay) at it. */
 export async function startVirtualAudio(dir: string): Promise<VirtualAudio> {
-  const env = { ...process.env, SPEAKER_AGENT_PULSE_DIR: dir };
+  const env = { ...process.env, [PROCESS_VARIABLES.pulseDir.env]: dir };
   let out: string;
   try {
     out = (await run(VIRTUAL_AUDIO_SCRIPT, ['start'], { env, encoding: 'utf8' })).stdout;

@@ -2,6 +2,7 @@
 // Errors go to stderr in both modes (as JSON {error:{code,message}} with --json) so stdout stays parseable.
 import { AgentError, exitCodeFor } from '../agent/errors.js';
 import { writeOut } from './stdio.js';
+import { processVariable } from '../common/processEnv.js';
 
 export interface OutputOptions {
   json?: boolean;
@@ -60,7 +61,7 @@ export function reportError(error: unknown, json: boolean): number {
     process.stderr.write(JSON.stringify({ error: { code: ae?.code ?? 'internal', message, exitCode: code } }) + '\n');
   } else {
     process.stderr.write(`speaker-agent: ${message}\n`);
-    if (!ae && err instanceof Error && process.env.SPEAKER_AGENT_DEBUG) process.stderr.write(`${err.stack}\n`);
+    if (!ae && err instanceof Error && processVariable('debug')) process.stderr.write(`${err.stack}\n`);
   }
   return code;
 }

@@ -1,7 +1,8 @@
 // Plays a clip (any rate, mono s16) on a playback device, for test-speaker, say and stories. The device
 // needs a frame every 20 ms (naudiodon waits rather than inserting silence), so frames are fed by a timer
 // that keeps ~100 ms queued; onPosition reports how much has been heard, for word-by-word display.
-import { FRAME_SAMPLES, SAMPLE_RATE, type AudioBackend } from '../agent/audio/audioDevice.js';
+import type { AudioBackend } from '../agent/audio/audioDevice.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { resample } from '../common/audio/resample.js';
 
 export interface PlayOptions {

@@ -17,6 +17,7 @@ import { registerTestMic } from './commands/testMic.js';
 import { registerTestSpeaker } from './commands/testSpeaker.js';
 import { registerVoices } from './commands/voices.js';
 import { registerVolume } from './commands/volume.js';
+import { CONFIG_DIR_KEY, setSettingInEnv } from '../agent/settings.js';
 
 export const EXIT_CODES_HELP = `
 Exit codes:
@@ -49,9 +50,9 @@ ${EXIT_CODES_HELP}`,
     .hook('preAction', (cmd) => {
       // Global options become the environment variables settings.ts reads, so every module sees them.
       const o = cmd.opts<{ configDir?: string; stateDir?: string; logLevel?: string }>();
-      if (o.configDir) process.env.SPEAKER_AGENT_CONFIG_DIR = o.configDir;
-      if (o.stateDir) process.env.SPEAKER_AGENT_STATE_DIR = o.stateDir;
-      if (o.logLevel) process.env.SPEAKER_AGENT_LOG_LEVEL = o.logLevel;
+      if (o.configDir) setSettingInEnv(CONFIG_DIR_KEY, o.configDir);
+      if (o.stateDir) setSettingInEnv('paths.stateDir', o.stateDir);
+      if (o.logLevel) setSettingInEnv('log.level', o.logLevel);
     });
 
   for (const register of [

@@ -6,16 +6,18 @@ import path from 'node:path';
 import { SpeakerAgent } from '../agent/agent.js';
 import { AgentError } from '../agent/errors.js';
 import { ensureIdentity, fingerprint, loadIdentity } from '../agent/identity.js';
-import { loadSettings, requireServerSettings, type Settings } from '../agent/settings.js';
+import { loadSettings, requireServerSettings, settingFromEnv, type Settings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
 import { createLogger } from '../common/logger.js';
-import { audioBackend, isServerConfigured, openMixer, startLocalCompanion } from './cliContext.js';
+import { isServerConfigured, startLocalCompanion } from './cliContext.js';
+import { wireDevice } from '../agent/device.js';
 import { attachConversationPrinter, describeFunction } from './conversation.js';
 import { startDaemon } from './daemon.js';
 import { runDemo } from './demo.js';
 import { hasSoundSystem, startVirtualAudio } from './localSetup.js';
 import { printLine } from './output.js';
 import { stdoutFd } from './stdio.js';
+import { processVariable } from '../common/processEnv.js';
 
 export interface RunOptions {
   demo?: boolean;
@@ -28,11 +30,14 @@ export interface RunOptions {
 export async function runAgent(o: RunOptions): Promise<number> {
   const human = Boolean(o.demo || o.conversation);
   // The conversation owns stdout; logs (JSON) go to stderr, quieter unless asked.
+  const loaded = loadSettings();
+  // The conversation is quieter (warn) unless the variable asks for a level; the daemon logs at log.level.
   const logger = createLogger(
-    human ? { destination: 2, level: (process.env.SPEAKER_AGENT_LOG_LEVEL as 'warn' | undefined) ?? 'warn' } : { destination: stdoutFd() },
+    human
+      ? { destination: 2, level: settingFromEnv('log.level') ? loaded.settings.log.level : 'warn' }
+      : { destination: stdoutFd(), level: loaded.settings.log.level },
   );
   const print = human ? printLine : () => {};
-  const loaded = loadSettings();
   let settings: Settings = loaded.settings;
   const version = projectVersion();
 
@@ -41,7 +46,7 @@ export async function runAgent(o: RunOptions): Promise<number> {
   if (o.virtualAudio === 'always' || (o.virtualAudio === 'auto' && !hasSoundSystem())) {
     // Left running at exit (like a user's sound server): stopping it under the process's own PulseAudio
     // client threads can hang the exit, and the next run reuses it.
-    const dir = process.env.SPEAKER_AGENT_PULSE_DIR ?? path.join(os.tmpdir(), `speaker-agent-pulse-${process.getuid?.() ?? 0}`);
+    const dir = processVariable('pulseDir') ?? path.join(os.tmpdir(), `speaker-agent-pulse-${process.getuid?.() ?? 0}`);
     const va = await startVirtualAudio(dir);
     audioKind = 'virtual';
     print(`audio     no sound card here: using the virtual sound card (PulseAudio, ${va.env.PULSE_SERVER})`);
@@ -69,8 +74,8 @@ export async function runAgent(o: RunOptions): Promise<number> {
   const identity = companion ? (await ensureIdentity(loaded.stateDir)).identity : (await loadIdentity(loaded.stateDir)).identity;
   print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
 
-  const mixer = await openMixer(settings);
-  const agent = new SpeakerAgent({ settings, identity, audio: await audioBackend(), mixer, logger });
+  const { client, mixer, audio, transportFactory } = await wireDevice(settings, identity);
+  const agent = new SpeakerAgent({ settings, identity, client, audio, mixer, transportFactory, logger });
   if (human) attachConversationPrinter(agent, print);
 
   const daemon = await startDaemon({

@@ -43,7 +43,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   return pino(
     {
       name: opts.name,
-      level: opts.level ?? (process.env.SPEAKER_AGENT_LOG_LEVEL as LevelWithSilent | undefined) ?? 'info',
+      level: opts.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       base: { pid: process.pid },
     },

@@ -10,17 +10,15 @@
 //  - our own addon, vendor/speaker-sys: one C function (socket, sendto with MSG_DONTWAIT, close), built by
 //    `npm ci` with no dependency. Chosen.
 import { createRequire } from 'node:module';
+import { CodedError } from './errors.js';
 
 const AF_UNIX = 1;
 const SUN_PATH_MAX = 108;
 
-export class SdNotifyError extends Error {
+export class SdNotifyError extends CodedError<'sd_notify_failed'> {
   override name = 'SdNotifyError';
-  constructor(
-    message: string,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
+  constructor(message: string, cause?: unknown) {
+    super('sd_notify_failed', message, { cause });
   }
 }
 

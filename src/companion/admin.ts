@@ -5,7 +5,6 @@
 import { randomUUID } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import * as z from '../common/zodMini.js';
 import { fingerprint, generateWorkspaceKey, sha256Hex } from './auth/secrets.js';
 import { listClients, resetClientSecret, setClientStatus, getClient, type ClientRow } from './db/clients.js';
 import { openDatabase, type Db } from './db/database.js';
@@ -15,16 +14,11 @@ import { createWorkspace, findWorkspaceByName, getWorkspace, listWorkspaces, typ
 import { isSpeechError } from './speech/speechError.js';
 import { designVoice } from './speech/voiceDesign.js';
 import { DEFAULT_STORIES, DEFAULT_VOICES } from './seedContent.js';
+import { StoryImportSchema } from './storyImport.js';
+import { CodedError } from '../common/errors.js';
 
-export class AdminError extends Error {
-  constructor(
-    readonly code: 'NOT_FOUND' | 'INVALID_INPUT' | 'CONFLICT',
-    message: string,
-    opts?: { cause?: unknown },
-  ) {
-    super(message, opts);
-    this.name = 'AdminError';
-  }
+export class AdminError extends CodedError<'NOT_FOUND' | 'INVALID_INPUT' | 'CONFLICT'> {
+  override name = 'AdminError';
 }
 
 export const DEFAULT_WORKSPACE_NAME = 'default';
@@ -49,20 +43,6 @@ export interface ClientSummary {
   lastSeenAt: string;
 }
 
-const optionalText = (max: number) => z.optional(z.nullable(z.string().check(z.maxLength(max))));
-const StoryImportSchema = z.object({
-  slug: z.optional(z.nullable(z.string().check(z.trim(), z.regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'slug: lower-case letters, digits and dashes')))),
-  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
-  transcript: z.string().check(z.trim(), z.minLength(1), z.maxLength(500_000)),
-  excerpt: optionalText(2_000),
-  age_group: optionalText(50),
-  illustration_url: optionalText(2_000),
-  illustration_alt: optionalText(500),
-  sort_order: z.optional(z.number().check(z.int())),
-  /** a voice id, or the name of a workspace voice */
-  default_voice: z.optional(z.nullable(z.string())),
-});
-export type StoryImport = z.input<typeof StoryImportSchema>;
 
 /** The admin operations over one data directory. */
 export class CompanionAdmin {

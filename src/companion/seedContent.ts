@@ -1,6 +1,6 @@
 // The default workspace's content for a fresh install (seedDefaults in admin.ts): a few workspace voices and
 // short original stories, so the README's walkthrough has something to list, read and narrate.
-import type { StoryImport } from './admin.js';
+import type { StoryImport } from './storyImport.js';
 
 export const DEFAULT_VOICES: ReadonlyArray<{ name: string; design: string; description: string }> = [
   { name: 'Storyteller', design: 'a warm, calm female voice, slow and gentle, American', description: 'warm and calm, for bedtime stories' },

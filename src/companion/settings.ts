@@ -4,7 +4,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import * as z from '../common/zodMini.js';
+import { envOverrides, withEnv, type EnvOverride } from '../common/zodMini.js';
 import { setPath } from '../common/setPath.js';
+import { CodedError, type CodedErrorOptions } from '../common/errors.js';
 
 /** Two-way calls one core of the development machine holds with no late frame (bench companion-realtime, issue
  *  #2: 32 and 28 in two runs). A Raspberry Pi core holds fewer: set realtime.maxCalls there. */
@@ -24,29 +26,29 @@ const IceServerSchema = z.object({
 
 export const CompanionSettingsSchema = z.object({
   /** interface to listen on; 127.0.0.1 keeps the server local, 0.0.0.0 serves the LAN */
-  host: z._default(z.nonEmpty(), '127.0.0.1'),
+  host: withEnv(z._default(z.nonEmpty(), '127.0.0.1'), 'SPEAKER_AGENT_COMPANION_HOST', 'listen address (default 127.0.0.1)'),
   /** TCP port; 0 = an ephemeral port (tests) */
-  port: z._default(z.coercedInt(0, 65_535), 8787),
+  port: withEnv(z._default(z.coercedInt(0, 65_535), 8787), 'SPEAKER_AGENT_COMPANION_PORT', 'listen port (default 8787; 0 = ephemeral)'),
   /** SQLite database, audio files and keys live here */
-  dataDir: z._default(z.nonEmpty(), () => defaultDataDir()),
+  dataDir: withEnv(z._default(z.nonEmpty(), () => defaultDataDir()), 'SPEAKER_AGENT_COMPANION_DATA_DIR', 'database, audio and keys (default $STATE_DIRECTORY, else ~/.local/share/speaker-agent/companion)'),
   /** base of signed audio URLs as devices reach the server (e.g. http://speaker-hub.local:8787);
    *  unset = http://<host>:<listening port> */
-  publicUrl: z.optional(z.url({ protocol: /^https?$/ })),
+  publicUrl: withEnv(z.optional(z.url({ protocol: /^https?$/ })), 'SPEAKER_AGENT_COMPANION_PUBLIC_URL', 'base URL of signed audio URLs (default http://<host>:<port>)'),
   /** lifetime of signed audio URLs (expires_in) */
-  signedUrlTtlSeconds: z._default(z.coercedInt(1, 86_400), 300),
+  signedUrlTtlSeconds: withEnv(z._default(z.coercedInt(1, 86_400), 300), 'SPEAKER_AGENT_COMPANION_SIGNED_URL_TTL', 'signed audio URL lifetime in seconds (default 300)'),
   /** largest accepted clone upload (and JSON body); bigger requests get 413 PAYLOAD_TOO_LARGE */
-  maxUploadBytes: z._default(z.coercedInt(1024, 512 * 1024 * 1024), 20 * 1024 * 1024),
+  maxUploadBytes: withEnv(z._default(z.coercedInt(1024, 512 * 1024 * 1024), 20 * 1024 * 1024), 'SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES', 'largest clone upload in bytes (default 20 MiB)'),
   /** open: a new client id with a valid workspace key enrolls its secret (trust on first use);
    *  closed: only clients already known (enrolled earlier, or re-enabled by `client reset`) are accepted */
-  enrollment: z._default(z.enum(['open', 'closed']), 'open'),
+  enrollment: withEnv(z._default(z.enum(['open', 'closed']), 'open'), 'SPEAKER_AGENT_COMPANION_ENROLLMENT', 'open (trust on first use) or closed'),
   tts: z.prefault(
     z.object({
       /** espeak: offline, in-process (default); http: an external neural TTS server */
-      adapter: z._default(z.enum(['espeak', 'http']), 'espeak'),
+      adapter: withEnv(z._default(z.enum(['espeak', 'http']), 'espeak'), 'SPEAKER_AGENT_COMPANION_TTS_ADAPTER', 'espeak (offline, default) or http (external neural TTS server)'),
       http: z.prefault(
         z.object({
-          baseUrl: z._default(z.string(), ''),
-          apiKey: z.optional(z.string()),
+          baseUrl: withEnv(z._default(z.string(), ''), 'SPEAKER_AGENT_COMPANION_TTS_URL', 'base URL of the external TTS server (tts.adapter=http)'),
+          apiKey: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_TTS_API_KEY', 'API key of the external TTS server'),
           timeoutMs: z._default(z.coercedInt(100, 600_000), 60_000),
         }),
         {},
@@ -57,13 +59,13 @@ export const CompanionSettingsSchema = z.object({
   realtime: z.prefault(
     z.object({
       /** handed to devices in the session resource; [] = host candidates only (LAN) */
-      iceServers: z._default(z.array(IceServerSchema), []),
+      iceServers: withEnv(z._default(z.array(IceServerSchema), []), 'SPEAKER_AGENT_COMPANION_ICE_SERVERS', 'JSON array of {urls, username, credential}', true),
       /** which assistant transcript event names the server emits (spec section 6: both exist) */
-      transcriptFamily: z._default(z.enum(['ga', 'legacy']), 'ga'),
+      transcriptFamily: withEnv(z._default(z.enum(['ga', 'legacy']), 'ga'), 'SPEAKER_AGENT_COMPANION_TRANSCRIPT_FAMILY', 'ga or legacy assistant transcript event names'),
       /** simultaneous calls the server accepts (default: what this machine holds, CALLS_PER_CORE per core) */
-      maxCalls: z._default(z.coercedInt(1, 4096), DEFAULT_MAX_CALLS),
+      maxCalls: withEnv(z._default(z.coercedInt(1, 4096), DEFAULT_MAX_CALLS), 'SPEAKER_AGENT_COMPANION_MAX_CALLS', 'simultaneous calls (default 32 per core)'),
       /** a call without media or data-channel traffic for this long is closed */
-      idleTimeoutMs: z._default(z.coercedInt(1_000, 3_600_000), 60_000),
+      idleTimeoutMs: withEnv(z._default(z.coercedInt(1_000, 3_600_000), 60_000), 'SPEAKER_AGENT_COMPANION_IDLE_TIMEOUT_MS', 'close a silent call after this many ms'),
       /** a call whose ICE/DTLS never completes is closed after this long */
       connectTimeoutMs: z._default(z.coercedInt(1_000, 120_000), 15_000),
       /** gather 127.0.0.1 as a host candidate (werift skips loopback); 'auto' = when host is a loopback address */
@@ -78,65 +80,43 @@ export const CompanionSettingsSchema = z.object({
       brain: z.prefault(
         z.object({
           /** rules: offline intent rules; openai: an OpenAI-compatible chat endpoint */
-          kind: z._default(z.enum(['rules', 'openai']), 'rules'),
-          baseUrl: z.optional(z.string()),
-          model: z.optional(z.string()),
+          kind: withEnv(z._default(z.enum(['rules', 'openai']), 'rules'), 'SPEAKER_AGENT_COMPANION_BRAIN', 'rules (offline) or openai (an OpenAI-compatible endpoint)'),
+          baseUrl: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_BRAIN_URL', 'base URL of the OpenAI-compatible endpoint'),
+          model: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_BRAIN_MODEL', 'model name for the brain'),
           /** name of the environment variable holding the API key (the key itself is never in settings) */
-          apiKeyEnv: z.optional(z.string()),
+          apiKeyEnv: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_BRAIN_API_KEY_ENV', 'name of the variable holding the brain API key'),
         }),
         {},
       ),
     }),
     {},
   ),
-  log: z.prefault(z.object({ level: z._default(LogLevel, 'info') }), {}),
+  log: z.prefault(z.object({ level: withEnv(z._default(LogLevel, 'info'), 'SPEAKER_AGENT_LOG_LEVEL', 'fatal, error, warn, info, debug, trace or silent') }), {}),
 });
 
 export type CompanionSettings = z.infer<typeof CompanionSettingsSchema>;
 /** What callers may pass: any subset, nested sections partial too. */
 export type CompanionSettingsInput = z.input<typeof CompanionSettingsSchema>;
 
-export class CompanionSettingsError extends Error {
-  readonly code = 'CONFIG_INVALID';
-  constructor(message: string, opts?: { cause?: unknown }) {
-    super(message, opts);
-    this.name = 'CompanionSettingsError';
+type Env = Record<string, string | undefined>;
+
+export class CompanionSettingsError extends CodedError<'CONFIG_INVALID'> {
+  override name = 'CompanionSettingsError';
+  constructor(message: string, opts?: CodedErrorOptions) {
+    super('CONFIG_INVALID', message, opts);
   }
 }
 
-export interface CompanionEnvOverride {
-  env: string;
-  /** dotted settings key */
-  key: string;
-  description: string;
-  /** how the text is turned into the value (JSON for structured values) */
-  json?: boolean;
+/** Every environment variable the companion server's settings read (the README lists this table), derived from
+ *  the schema. */
+export const COMPANION_ENV_OVERRIDES: readonly EnvOverride[] = envOverrides(CompanionSettingsSchema);
+
+/** The variable's raw value for a setting (dotted key), for the callers that must know where a value came from. */
+export function companionSettingFromEnv(key: string, env: Env = process.env): string | undefined {
+  const o = COMPANION_ENV_OVERRIDES.find((x) => x.key === key);
+  return o ? env[o.env] : undefined;
 }
 
-/** Every environment variable the companion server reads (the README lists this table). */
-export const COMPANION_ENV_OVERRIDES: readonly CompanionEnvOverride[] = [
-  { env: 'SPEAKER_AGENT_COMPANION_HOST', key: 'host', description: 'listen address (default 127.0.0.1)' },
-  { env: 'SPEAKER_AGENT_COMPANION_PORT', key: 'port', description: 'listen port (default 8787; 0 = ephemeral)' },
-  { env: 'SPEAKER_AGENT_COMPANION_DATA_DIR', key: 'dataDir', description: 'database, audio and keys (default $STATE_DIRECTORY, else ~/.local/share/speaker-agent/companion)' },
-  { env: 'SPEAKER_AGENT_COMPANION_PUBLIC_URL', key: 'publicUrl', description: 'base URL of signed audio URLs (default http://<host>:<port>)' },
-  { env: 'SPEAKER_AGENT_COMPANION_SIGNED_URL_TTL', key: 'signedUrlTtlSeconds', description: 'signed audio URL lifetime in seconds (default 300)' },
-  { env: 'SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES', key: 'maxUploadBytes', description: 'largest clone upload in bytes (default 20 MiB)' },
-  { env: 'SPEAKER_AGENT_COMPANION_ENROLLMENT', key: 'enrollment', description: 'open (trust on first use) or closed' },
-  { env: 'SPEAKER_AGENT_COMPANION_TTS_ADAPTER', key: 'tts.adapter', description: 'espeak (offline, default) or http (external neural TTS server)' },
-  { env: 'SPEAKER_AGENT_COMPANION_TTS_URL', key: 'tts.http.baseUrl', description: 'base URL of the external TTS server (tts.adapter=http)' },
-  { env: 'SPEAKER_AGENT_COMPANION_TTS_API_KEY', key: 'tts.http.apiKey', description: 'API key of the external TTS server' },
-  { env: 'SPEAKER_AGENT_COMPANION_ICE_SERVERS', key: 'realtime.iceServers', description: 'JSON array of {urls, username, credential}', json: true },
-  { env: 'SPEAKER_AGENT_COMPANION_TRANSCRIPT_FAMILY', key: 'realtime.transcriptFamily', description: 'ga or legacy assistant transcript event names' },
-  { env: 'SPEAKER_AGENT_COMPANION_MAX_CALLS', key: 'realtime.maxCalls', description: 'simultaneous calls (default 32 per core)' },
-  { env: 'SPEAKER_AGENT_COMPANION_IDLE_TIMEOUT_MS', key: 'realtime.idleTimeoutMs', description: 'close a silent call after this many ms' },
-  { env: 'SPEAKER_AGENT_COMPANION_BRAIN', key: 'realtime.brain.kind', description: 'rules (offline) or openai (an OpenAI-compatible endpoint)' },
-  { env: 'SPEAKER_AGENT_COMPANION_BRAIN_URL', key: 'realtime.brain.baseUrl', description: 'base URL of the OpenAI-compatible endpoint' },
-  { env: 'SPEAKER_AGENT_COMPANION_BRAIN_MODEL', key: 'realtime.brain.model', description: 'model name for the brain' },
-  { env: 'SPEAKER_AGENT_COMPANION_BRAIN_API_KEY_ENV', key: 'realtime.brain.apiKeyEnv', description: 'name of the variable holding the brain API key' },
-  { env: 'SPEAKER_AGENT_LOG_LEVEL', key: 'log.level', description: 'fatal, error, warn, info, debug, trace or silent' },
-];
-
-type Env = Record<string, string | undefined>;
 
 export function defaultDataDir(env: Env = process.env): string {
   const state = env.STATE_DIRECTORY?.split(':')[0];

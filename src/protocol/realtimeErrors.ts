@@ -35,6 +35,16 @@ export const REALTIME_ERRORS = {
 
 export type RealtimeErrorCode = keyof typeof REALTIME_ERRORS;
 
+/** Codes of the `error` events (type invalid_request_error) on the data channel, answered to bad client
+ *  messages while the call goes on (documented in the README). */
+export const CLIENT_EVENT_ERRORS = {
+  invalid_event: 'the message is not JSON, has no "type", or its fields do not match the event',
+  unknown_event: 'the event type is not one this server handles',
+  unknown_call_id: 'function_call_output names a call_id the server is not waiting for',
+  no_pending_function_output: 'response.create arrived with no function_call_output to answer',
+} as const;
+export type ClientEventErrorCode = keyof typeof CLIENT_EVENT_ERRORS;
+
 export interface RealtimeErrorBody {
   error: { message: string; type: string; code: string };
 }

@@ -1,5 +1,6 @@
 // Every error code of the REST routes (/v1/app/*) with its HTTP status, in one registry (spec section 7):
 // body {detail:{error, code}}. Statuses the spec states are kept; the others are our documented choice.
+import { CodedError } from '../common/errors.js';
 
 export interface RestErrorDef {
   status: number;
@@ -59,16 +60,25 @@ export interface RestErrorBody {
   detail: { error: string; code: string };
 }
 
+/** The codes that refuse the device itself rather than the request (with 404; any 401 does too). */
+export const CLIENT_REJECTED_CODES: readonly string[] = ['CLIENT_NOT_FOUND', 'CLIENT_NOT_ACTIVATED'] satisfies RestErrorCode[];
+
+/** Reads a REST error body defensively (a proxy may answer with anything): the fields that are strings. */
+export function parseRestErrorBody(value: unknown): { error?: string; code?: string } | undefined {
+  const d = (value as { detail?: unknown } | null | undefined)?.detail as Record<string, unknown> | undefined;
+  if (!d || typeof d !== 'object') return undefined;
+  return {
+    ...(typeof d.error === 'string' ? { error: d.error } : {}),
+    ...(typeof d.code === 'string' ? { code: d.code } : {}),
+  };
+}
+
 /** A REST failure with its code; the server turns it into {detail:{error, code}} and the code's status. */
-export class RestError extends Error {
+export class RestError extends CodedError<RestErrorCode> {
+  override name = 'RestError';
   readonly status: number;
-  constructor(
-    readonly code: RestErrorCode,
-    message: string,
-    opts?: { status?: number; cause?: unknown },
-  ) {
-    super(message, { cause: opts?.cause });
-    this.name = 'RestError';
+  constructor(code: RestErrorCode, message: string, opts?: { status?: number; cause?: unknown }) {
+    super(code, message, opts);
     this.status = opts?.status ?? REST_ERRORS[code].status;
   }
   toBody(): RestErrorBody {

@@ -1,4 +1,4 @@
-// The realtime session resource (spec section 2) and the media parameters both peers use.
+// The realtime session resource (spec section 2); the media parameters are in media.ts.
 
 export interface IceServer {
   urls: string[];
@@ -12,15 +12,6 @@ export interface RealtimeSession {
 }
 
 export type Modality = 'text' | 'audio';
-
-/** Opus over RTP at 48 kHz; 20 ms frames are what both peers send. */
-export const AUDIO = {
-  sampleRate: 48_000,
-  channels: 1,
-  frameMs: 20,
-  samplesPerFrame: 960,
-  opusPayloadType: 111,
-} as const;
 
 export function parseRealtimeSession(value: unknown): RealtimeSession | undefined {
   const v = value as Partial<RealtimeSession> | null;

@@ -97,8 +97,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop();
   await peer?.kill();
-  // For diagnosing a failure: SPEAKER_AGENT_E2E_LOG=/tmp/agent.log keeps the agent's log lines.
-  if (process.env.SPEAKER_AGENT_E2E_LOG) await writeFile(process.env.SPEAKER_AGENT_E2E_LOG, logLines.join(''));
+  // For diagnosing a failure: SPEAKER_AGENT_TEST_E2E_LOG=/tmp/agent.log keeps the agent's log lines.
+  if (process.env.SPEAKER_AGENT_TEST_E2E_LOG) await writeFile(process.env.SPEAKER_AGENT_TEST_E2E_LOG, logLines.join(''));
 });
 
 describe('SpeakerAgent end to end (virtual sound card, real WebRTC, real mixer)', () => {

@@ -3,7 +3,7 @@
 // Opus every 20 ms (a clip when asked, silence otherwise, as a device's microphone would) and records every
 // server event and every received audio packet (decoded, with its level).
 import { RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket, type RTCDataChannel, type RTCRtpTransceiver } from 'werift';
-import { OpusFrameDecoder, OpusFrameEncoder } from '../../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../../src/common/audio/opusCodec.js';
 import { rmsDbfs } from '../../src/common/audio/signal.js';
 import { DATA_CHANNEL_LABEL, parseServerEvent, type ServerEvent } from '../../src/protocol/events.js';
 import { parseRealtimeSession, type RealtimeSession } from '../../src/protocol/session.js';

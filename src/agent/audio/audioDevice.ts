@@ -1,5 +1,6 @@
 // The agent's view of a sound card: capture and playback of 20 ms mono s16 frames at 48 kHz.
 // One small interface so the PortAudio specifics (and a board's quirks) live in portAudioBackend.ts only.
+import { CodedError } from '../../common/errors.js';
 
 export interface AudioDeviceInfo {
   id: number;
@@ -47,18 +48,9 @@ export interface AudioBackend {
 
 export type AudioDeviceErrorCode = 'device_busy' | 'device_missing' | 'device_failed';
 
-export class AudioDeviceError extends Error {
+export class AudioDeviceError extends CodedError<AudioDeviceErrorCode> {
   override name = 'AudioDeviceError';
-  code: AudioDeviceErrorCode;
-  override cause?: unknown;
   constructor(code: AudioDeviceErrorCode, message: string, cause?: unknown) {
-    super(message);
-    this.code = code;
-    this.cause = cause;
+    super(code, message, { cause });
   }
 }
-
-/** Media format every device and codec in the agent uses (matches AUDIO in src/protocol/session.ts). */
-export const FRAME_SAMPLES = 960;
-export const SAMPLE_RATE = 48_000;
-export const FRAME_MS = 20;

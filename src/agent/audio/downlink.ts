@@ -16,11 +16,12 @@
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
-import { FRAME_SAMPLES, type PlaybackDevice } from './audioDevice.js';
+import { FRAME_SAMPLES } from '../../protocol/media.js';
+import type { PlaybackDevice } from './audioDevice.js';
 import type { EchoGate } from './echoGate.js';
 import type { JitterBuffer, RtpAudioPacket } from './jitterBuffer.js';
 import { LatencyRecorder } from './latencyRecorder.js';
-import type { OpusFrameDecoder } from './opusCodec.js';
+import type { OpusFrameDecoder } from '../../common/audio/opusCodec.js';
 
 export interface DownlinkOptions {
   playback: PlaybackDevice;

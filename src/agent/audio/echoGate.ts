@@ -4,6 +4,7 @@
 // last audible frame (the sound still travelling through the ALSA buffers and the room).
 // 'full-duplex' passes the microphone through unchanged, for boards or sound servers that cancel echo
 // themselves (e.g. PulseAudio/PipeWire module-echo-cancel).
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 
 export type DuplexMode = 'half-duplex' | 'full-duplex';
 
@@ -26,7 +27,7 @@ export class EchoGate {
   private readonly nowMs: () => number;
   /** Time (ms, monotonic) at which the last audible frame finishes playing out of the speaker. */
   private audibleUntilMs = -Infinity;
-  private readonly silence = new Int16Array(960);
+  private readonly silence = new Int16Array(FRAME_SAMPLES);
   readonly stats = { framesPassed: 0, framesSilenced: 0 };
 
   constructor(opts: EchoGateOptions = {}) {
@@ -44,7 +45,7 @@ export class EchoGate {
    */
   notePlayback(frame: Int16Array, queuedMs = 0): boolean {
     if (!isAudible(frame, this.audibleRms)) return false;
-    const frameMs = (frame.length / 48_000) * 1000;
+    const frameMs = (frame.length / SAMPLE_RATE) * 1000;
     const until = this.nowMs() + queuedMs + frameMs;
     if (until > this.audibleUntilMs) this.audibleUntilMs = until;
     return true;

@@ -18,14 +18,13 @@
 import { createRequire } from 'node:module';
 import {
   AudioDeviceError,
-  FRAME_SAMPLES,
-  SAMPLE_RATE,
   type AudioBackend,
   type AudioDeviceInfo,
   type CaptureDevice,
   type PlaybackDevice,
 } from './audioDevice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');
@@ -92,8 +91,8 @@ export class PortAudioBackend implements AudioBackend {
   constructor(opts: PortAudioOptions = {}) {
     this.outputLatencyMs = opts.outputLatencyMs ?? 60;
     this.inputLatencyMs = opts.inputLatencyMs ?? 40;
-    this.framesPerBuffer = opts.framesPerBuffer ?? 960;
-    this.captureFramesPerBuffer = opts.captureFramesPerBuffer ?? 1920;
+    this.framesPerBuffer = opts.framesPerBuffer ?? FRAME_SAMPLES;
+    this.captureFramesPerBuffer = opts.captureFramesPerBuffer ?? 2 * FRAME_SAMPLES;
     this.stallMs = opts.stallMs ?? 500;
     this.maxQueuedFrames = opts.maxQueuedFrames ?? 10;
   }

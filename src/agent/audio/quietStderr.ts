@@ -5,6 +5,7 @@
 // SPEAKER_AGENT_AUDIO_DEBUG=1 to see them. Where the addon cannot be loaded, the lines simply stay visible.
 import { closeSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { processVariable } from '../../common/processEnv.js';
 
 type Sys = typeof import('speaker-sys');
 let sys: Sys | null | undefined;
@@ -22,7 +23,7 @@ function loadSys(): Sys | null {
 
 /** Runs a synchronous native call with stderr silenced. */
 export function quietNativeStderr<T>(fn: () => T): T {
-  if (process.env.SPEAKER_AGENT_AUDIO_DEBUG) return fn();
+  if (processVariable('audioDebug')) return fn();
   const s = loadSys();
   if (!s) return fn();
   let saved: number;

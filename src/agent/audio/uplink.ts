@@ -1,4 +1,5 @@
-// Microphone -> wire: capture frame -> echo gate -> Opus encode -> onPacket (the call's RTP sender).
+// Microphone -> wire: capture frame -> the stages (micStages.ts: echo gate...) -> Opus encode -> the sink (the
+// call's RTP sender).
 //
 // Lifetime: the capture device stays open for the agent's whole run, across calls and reconnects (reopening
 // ALSA devices is slow and is where "Device or resource busy" happens). Between calls the call engineer's code
@@ -6,24 +7,29 @@
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
 import type { CaptureDevice } from './audioDevice.js';
-import type { EchoGate } from './echoGate.js';
+import type { MicFrame, MicStage } from './micStages.js';
 import { LatencyRecorder } from './latencyRecorder.js';
-import type { OpusFrameEncoder } from './opusCodec.js';
+import { FRAME_SAMPLES } from '../../protocol/media.js';
+import type { OpusFrameEncoder } from '../../common/audio/opusCodec.js';
 import { UplinkLossPolicy } from './uplinkLossPolicy.js';
 
-export type PacketSink = (opus: Buffer, rtpSamples: 960, capturedAtNs: bigint) => void;
+/** Where the microphone's Opus packets go: the call's RTP sender. */
+export type PacketSink = (opus: Buffer, rtpSamples: typeof FRAME_SAMPLES, capturedAtNs: bigint) => void;
 
 export interface UplinkOptions {
   capture: CaptureDevice;
   encoder: OpusFrameEncoder;
-  echoGate: EchoGate;
+  /** what each frame goes through before it is encoded, in order */
+  stages: readonly MicStage[];
   logger?: Logger;
 }
 
 export class Uplink {
   private readonly capture: CaptureDevice;
   private readonly encoder: OpusFrameEncoder;
-  private readonly echoGate: EchoGate;
+  private readonly stages: readonly MicStage[];
+  /** One frame object for the whole run: no allocation per frame (50 a second). */
+  private readonly frame: MicFrame = { pcm: new Int16Array(0), capturedAtNs: 0n };
   private readonly log: Logger;
   private sink: PacketSink | undefined;
   private running = false;
@@ -32,8 +38,8 @@ export class Uplink {
   readonly stats = {
     frames: 0,
     packets: 0,
-    /** frames replaced by silence by the echo gate */
-    silenced: 0,
+    /** frames a stage let through no audio for (nothing sent) */
+    held: 0,
     /** frames dropped because no call was there to take them */
     droppedNoSink: 0,
     sinkErrors: 0,
@@ -44,7 +50,7 @@ export class Uplink {
   constructor(opts: UplinkOptions) {
     this.capture = opts.capture;
     this.encoder = opts.encoder;
-    this.echoGate = opts.echoGate;
+    this.stages = opts.stages;
     this.log = opts.logger ?? silentLogger;
   }
 
@@ -84,18 +90,26 @@ export class Uplink {
     await this.capture.stop();
   }
 
-  private onFrame(frame: Int16Array, capturedAtNs: bigint): void {
+  private onFrame(pcm: Int16Array, capturedAtNs: bigint): void {
     this.stats.frames++;
     const sink = this.sink;
     if (!sink) {
       this.stats.droppedNoSink++;
       return;
     }
-    const gated = this.echoGate.filter(frame, Number(process.hrtime.bigint() - capturedAtNs) / 1e6);
-    if (gated !== frame) this.stats.silenced++;
-    const packet = this.encoder.encode(gated);
+    let frame: MicFrame | undefined = this.frame;
+    frame.pcm = pcm;
+    frame.capturedAtNs = capturedAtNs;
+    for (const stage of this.stages) {
+      frame = stage.process(frame);
+      if (!frame) {
+        this.stats.held++;
+        return;
+      }
+    }
+    const packet = this.encoder.encode(frame.pcm);
     try {
-      sink(packet, 960, capturedAtNs);
+      sink(packet, FRAME_SAMPLES, capturedAtNs);
     } catch (err) {
       this.stats.sinkErrors++;
       if (!this.sinkErrorLogged) {

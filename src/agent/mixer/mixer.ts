@@ -1,5 +1,6 @@
 // The device's output volume, behind one small interface: the board's quirks (which card, which control,
 // switch or no switch) live in the implementation (amixerMixer.ts), not in the device functions.
+import { CodedError } from '../../common/errors.js';
 
 export interface MixerState {
   /** 0..100, read back from the mixer */
@@ -18,13 +19,9 @@ export interface Mixer {
 
 export type MixerErrorCode = 'mixer_not_found' | 'control_not_found' | 'mixer_failed';
 
-export class MixerError extends Error {
+export class MixerError extends CodedError<MixerErrorCode> {
   override name = 'MixerError';
-  code: MixerErrorCode;
-  override cause?: unknown;
   constructor(code: MixerErrorCode, message: string, cause?: unknown) {
-    super(message);
-    this.code = code;
-    this.cause = cause;
+    super(code, message, { cause });
   }
 }

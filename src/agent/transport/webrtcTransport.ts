@@ -13,7 +13,8 @@ import {
   type RTCIceServer,
 } from 'werift';
 import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
-import { AUDIO, type IceServer } from '../../protocol/session.js';
+import type { IceServer } from '../../protocol/session.js';
+import { OPUS_RTP } from '../../protocol/media.js';
 import { AgentError } from '../errors.js';
 import type { TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
@@ -23,16 +24,6 @@ export interface WebrtcTransportOptions {
   additionalHostAddresses?: string[];
 }
 
-/** The Opus codec both peers use: 48 kHz, stereo in SDP as RFC 7587 requires, FEC on. */
-export function opusCodec(): RTCRtpCodecParameters {
-  return new RTCRtpCodecParameters({
-    mimeType: 'audio/opus',
-    clockRate: AUDIO.sampleRate,
-    channels: 2,
-    payloadType: AUDIO.opusPayloadType,
-    parameters: 'minptime=10;useinbandfec=1',
-  });
-}
 
 /** The session's ICE servers, mapped exactly: an empty list stays empty (never werift's Google STUN default). */
 export function toWeriftIceServers(servers: IceServer[]): RTCIceServer[] {
@@ -87,7 +78,7 @@ export class WebrtcTransport implements TransportLayer {
       // UDP socket per address) twice and drops the second set when the answer bundles.
       bundlePolicy: 'max-bundle',
       iceAdditionalHostAddresses: this.opts.additionalHostAddresses?.length ? this.opts.additionalHostAddresses : undefined,
-      codecs: { audio: [opusCodec()], video: [] },
+      codecs: { audio: [new RTCRtpCodecParameters({ ...OPUS_RTP })], video: [] },
       dtls: { keys: dtlsKeys() },
     });
     this.pc = pc;
@@ -181,7 +172,7 @@ export class WebrtcTransport implements TransportLayer {
   sendAudio(opus: Buffer, samples: number): void {
     if (!this.connected || this.closing) return;
     const header = new RtpHeader({
-      payloadType: AUDIO.opusPayloadType,
+      payloadType: OPUS_RTP.payloadType,
       sequenceNumber: this.seq,
       timestamp: this.ts,
       marker: this.first,

@@ -1,7 +1,8 @@
 // `speaker-agent devices`: the capture and playback devices PortAudio sees, and which ones the config picks.
 import type { Command } from 'commander';
 import { resolveDevice } from '../../agent/audio/portAudioBackend.js';
-import { audioBackend, settings } from '../cliContext.js';
+import { settings } from '../cliContext.js';
+import { audioBackend } from '../../agent/device.js';
 import { emit, table } from '../output.js';
 
 export function registerDevices(program: Command): void {

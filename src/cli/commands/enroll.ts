@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { enroll } from '../../agent/enroll.js';
 import { EXIT_CODES } from '../../agent/errors.js';
 import { fingerprint, loadIdentity } from '../../agent/identity.js';
-import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings } from '../../agent/settings.js';
+import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings, settingFromEnv } from '../../agent/settings.js';
 import { emit, printJson, printLine } from '../output.js';
 
 interface EnrollCliOptions {
@@ -40,7 +40,7 @@ Examples:
     )
     .action(async (o: EnrollCliOptions) => {
       if (o.check) return check(o);
-      const key = o.workspaceKey ?? process.env.SPEAKER_AGENT_WORKSPACE_KEY;
+      const key = o.workspaceKey ?? settingFromEnv('server.workspaceKey');
       const configDir = defaultConfigDir();
       // conf (and its validator) only here, where the configuration is written: the daemon never loads it.
       const { openConfigStore } = await import('../../agent/configStore.js');

@@ -3,7 +3,8 @@
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { decodeWav } from '../../common/audio/wav.js';
-import { audioBackend, serviceAccess, type ServiceAccess } from '../cliContext.js';
+import { serviceAccess, type ServiceAccess } from '../cliContext.js';
+import { audioBackend } from '../../agent/device.js';
 import { printJson, printLine } from '../output.js';
 import { writeOut } from '../stdio.js';
 import { playClip } from '../player.js';

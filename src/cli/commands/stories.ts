@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { decodeWav } from '../../common/audio/wav.js';
-import { audioBackend, serviceAccess } from '../cliContext.js';
+import { serviceAccess } from '../cliContext.js';
+import { audioBackend } from '../../agent/device.js';
 import { emit, printJson, printLine, table } from '../output.js';
 import { playClip } from '../player.js';
 

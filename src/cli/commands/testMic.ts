@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { rmsDbfs } from '../../common/audio/signal.js';
-import { audioBackend, settings } from '../cliContext.js';
+import { settings } from '../cliContext.js';
+import { audioBackend } from '../../agent/device.js';
 import { printJson, printLine } from '../output.js';
 import { stdoutIsTTY, writeOut } from '../stdio.js';
 

@@ -3,7 +3,9 @@
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { sineWave } from '../../common/audio/signal.js';
-import { audioBackend, settings } from '../cliContext.js';
+import { SAMPLE_RATE } from '../../protocol/media.js';
+import { settings } from '../cliContext.js';
+import { audioBackend } from '../../agent/device.js';
 import { emit } from '../output.js';
 import { playClip } from '../player.js';
 
@@ -40,7 +42,7 @@ export function registerTestSpeaker(program: Command): void {
       if (!(o.seconds > 0 && o.seconds <= 30)) throw new AgentError('usage', `--seconds must be in (0, 30], got ${o.seconds}`);
       const device = o.device ?? settings().settings.audio.playbackDevice;
       const phrase = o.phrase === true ? 'This is the speaker agent. If you can hear me, the speaker works.' : o.phrase;
-      const clip = phrase !== undefined ? await speakOffline(phrase) : { pcm: sineWave(o.freq, 48_000, o.seconds, 0.4), sampleRate: 48_000 };
+      const clip = phrase !== undefined ? await speakOffline(phrase) : { pcm: sineWave(o.freq, SAMPLE_RATE, o.seconds, 0.4), sampleRate: SAMPLE_RATE };
       const { playedMs } = await playClip(await audioBackend(), device, clip.pcm, clip.sampleRate);
       emit(o, { device, kind: phrase !== undefined ? 'phrase' : 'tone', ...(phrase !== undefined ? { phrase } : { freqHz: o.freq }), playedMs }, (r) =>
         `played ${r.kind === 'tone' ? `a ${o.freq} Hz tone` : `"${phrase}"`} on ${device} (${(playedMs / 1000).toFixed(1)} s)`,

@@ -4,7 +4,8 @@ import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import { MixerError, type MixerState } from '../../agent/mixer/mixer.js';
 import { VOLUME_STEP_PERCENT } from '../../protocol/functions.js';
-import { openMixer, settings } from '../cliContext.js';
+import { settings } from '../cliContext.js';
+import { openMixer } from '../../agent/device.js';
 import { emit } from '../output.js';
 
 const ACTIONS = ['get', 'set', 'up', 'down', 'mute', 'unmute'] as const;

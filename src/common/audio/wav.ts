@@ -1,11 +1,11 @@
 // RIFF/WAVE PCM16 encoding and decoding. Only 16-bit integer PCM is supported because that is what every
 // engine here produces and consumes; anything else gets a clear error instead of garbled audio.
+import { CodedError } from '../errors.js';
 
-export class WavFormatError extends Error {
-  readonly code = 'INVALID_WAV';
+export class WavFormatError extends CodedError<'INVALID_WAV'> {
+  override name = 'WavFormatError';
   constructor(message: string) {
-    super(message);
-    this.name = 'WavFormatError';
+    super('INVALID_WAV', message);
   }
 }
 

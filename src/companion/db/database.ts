@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { openSqlite, type Db, type Statement } from './sqlite.js';
+import { CodedError, type CodedErrorOptions } from '../../common/errors.js';
 
 export type { Db } from './sqlite.js';
 
@@ -66,11 +67,10 @@ const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export class DatabaseError extends Error {
-  readonly code = 'DATABASE_ERROR';
-  constructor(message: string, opts?: { cause?: unknown }) {
-    super(message, opts);
-    this.name = 'DatabaseError';
+export class DatabaseError extends CodedError<'DATABASE_ERROR'> {
+  override name = 'DatabaseError';
+  constructor(message: string, opts?: CodedErrorOptions) {
+    super('DATABASE_ERROR', message, opts);
   }
 }
 

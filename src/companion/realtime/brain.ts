@@ -1,6 +1,7 @@
 // What the assistant says and which functions it calls, behind one small interface so a deployment can swap the
 // offline rules (ruleBrain.ts, the default) for an LLM with tools (openAiBrain.ts) or anything else.
 import { DEVICE_FUNCTION_TOOLS } from '../../protocol/functions.js';
+import { CodedError } from '../../common/errors.js';
 
 export interface Turn {
   role: 'user' | 'assistant' | 'function';
@@ -64,13 +65,6 @@ export const ASSISTANT_TOOLS: readonly ToolDefinition[] = [
   STOP_AUDIO_TOOL,
 ];
 
-export class BrainError extends Error {
-  constructor(
-    readonly code: 'BRAIN_UNAVAILABLE' | 'BRAIN_BAD_RESPONSE',
-    message: string,
-    opts?: { cause?: unknown },
-  ) {
-    super(message, opts);
-    this.name = 'BrainError';
-  }
+export class BrainError extends CodedError<'BRAIN_UNAVAILABLE' | 'BRAIN_BAD_RESPONSE'> {
+  override name = 'BrainError';
 }

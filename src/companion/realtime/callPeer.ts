@@ -3,8 +3,9 @@
 import { RTCPeerConnection, RTCRtpCodecParameters, type RTCDataChannel, type RTCRtpTransceiver, type RtpPacket } from 'werift';
 import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
 import type { IceServer } from '../../protocol/session.js';
-import { AUDIO } from '../../protocol/session.js';
+import { OPUS_RTP } from '../../protocol/media.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
+import { CodedError } from '../../common/errors.js';
 
 export interface CallPeerOptions {
   iceServers: IceServer[];
@@ -21,15 +22,8 @@ export interface CallPeerHandler {
   connected(): void;
 }
 
-export class CallPeerError extends Error {
-  constructor(
-    readonly code: 'invalid_sdp' | 'no_audio_in_offer',
-    message: string,
-    opts?: { cause?: unknown },
-  ) {
-    super(message, opts);
-    this.name = 'CallPeerError';
-  }
+export class CallPeerError extends CodedError<'invalid_sdp' | 'no_audio_in_offer'> {
+  override name = 'CallPeerError';
 }
 
 export class CallPeer {
@@ -49,15 +43,7 @@ export class CallPeer {
       iceUseIpv6: false,
       dtls: { keys: dtlsKeys() },
       codecs: {
-        audio: [
-          new RTCRtpCodecParameters({
-            mimeType: 'audio/opus',
-            clockRate: AUDIO.sampleRate,
-            channels: 2,
-            payloadType: AUDIO.opusPayloadType,
-            parameters: 'minptime=10;useinbandfec=1',
-          }),
-        ],
+        audio: [new RTCRtpCodecParameters({ ...OPUS_RTP })],
         video: [],
       },
     });

@@ -11,6 +11,7 @@ import type { TranscriptFamily } from './eventWriter.js';
 import { FramePacer, type PacerStats } from './framePacer.js';
 import type { SessionRecord } from './sessionRegistry.js';
 import { ThreadSpeechEncoder, type SpeechEncoder } from './speechEncoder.js';
+import { CodedError } from '../../common/errors.js';
 
 export interface CallRegistryOptions {
   iceServers: IceServer[];
@@ -44,8 +45,11 @@ export interface RealtimeStats {
   silenceFrames: number;
 }
 
-export class CallLimitError extends Error {
-  readonly code = 'too_many_calls';
+export class CallLimitError extends CodedError<'too_many_calls'> {
+  override name = 'CallLimitError';
+  constructor(message: string) {
+    super('too_many_calls', message);
+  }
 }
 
 export class CallRegistry {

@@ -3,17 +3,9 @@
 // (spec section 6: 'ga' = response.output_audio_transcript.*, 'legacy' = response.audio_transcript.*).
 import { randomBytes } from 'node:crypto';
 import type { ServerEvent } from '../../protocol/events.js';
+import type { ClientEventErrorCode } from '../../protocol/realtimeErrors.js';
 
 export type TranscriptFamily = 'ga' | 'legacy';
-
-/** Codes of the `error` events answered to bad client messages (documented in the README). */
-export const CLIENT_EVENT_ERRORS = {
-  invalid_event: 'the message is not JSON, has no "type", or its fields do not match the event',
-  unknown_event: 'the event type is not one this server handles',
-  unknown_call_id: 'function_call_output names a call_id the server is not waiting for',
-  no_pending_function_output: 'response.create arrived with no function_call_output to answer',
-} as const;
-export type ClientEventErrorCode = keyof typeof CLIENT_EVENT_ERRORS;
 
 type Distribute<T> = T extends unknown ? Omit<T, 'event_id'> : never;
 export type OutgoingEvent = Distribute<ServerEvent>;

@@ -5,14 +5,13 @@
 // audio that preceded speech_start (the VAD needs ~100 ms to decide).
 import { loadOpus } from '../../common/audio/opusBinding.js';
 import { Resampler } from '../../common/audio/resample.js';
-import { AUDIO } from '../../protocol/session.js';
+import { CHANNELS, FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import type { Recognition, Recognizer, RecognizerStream } from '../speech/recognizer.js';
 import { VoiceActivityDetector } from '../speech/vad.js';
 
 const opus = loadOpus();
 
 const RATE_16K = 16_000;
-const FRAME = AUDIO.samplesPerFrame; // 960 at 48 kHz
 
 export interface IncomingAudioOptions {
   /** silence after speech before the utterance ends (default 500 ms) */
@@ -37,8 +36,8 @@ export interface IncomingAudioStats {
 }
 
 export class IncomingAudio {
-  private readonly decoder = new opus.OpusEncoder(AUDIO.sampleRate, 1);
-  private readonly down = new Resampler(AUDIO.sampleRate, RATE_16K);
+  private readonly decoder = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
+  private readonly down = new Resampler(SAMPLE_RATE, RATE_16K);
   private readonly vad: VoiceActivityDetector;
   private readonly ring: Int16Array;
   private readonly ringFrames: number;
@@ -54,9 +53,9 @@ export class IncomingAudio {
     private readonly handler: IncomingAudioHandler,
     opts: IncomingAudioOptions = {},
   ) {
-    this.vad = new VoiceActivityDetector({ sampleRate: AUDIO.sampleRate, frameMs: AUDIO.frameMs, hangoverMs: opts.hangoverMs ?? 300 });
-    this.ringFrames = Math.max(1, Math.round((opts.preRollMs ?? 300) / AUDIO.frameMs));
-    this.ring = new Int16Array(this.ringFrames * FRAME);
+    this.vad = new VoiceActivityDetector({ sampleRate: SAMPLE_RATE, frameMs: FRAME_MS, hangoverMs: opts.hangoverMs ?? 300 });
+    this.ringFrames = Math.max(1, Math.round((opts.preRollMs ?? 300) / FRAME_MS));
+    this.ring = new Int16Array(this.ringFrames * FRAME_SAMPLES);
   }
 
   /** ms of audio received on the call so far (the clock of audio_start_ms / audio_end_ms) */
@@ -79,11 +78,11 @@ export class IncomingAudio {
       pcm.byteOffset % 2 === 0
         ? new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length >> 1)
         : new Int16Array(Uint8Array.from(pcm).buffer);
-    this.receivedMs += (samples.length * 1000) / AUDIO.sampleRate;
+    this.receivedMs += (samples.length * 1000) / SAMPLE_RATE;
     const event = this.vad.process(samples);
     if (this.stream) {
       this.stream.write(this.down.process(samples));
-      this.streamAudioMs += (samples.length * 1000) / AUDIO.sampleRate;
+      this.streamAudioMs += (samples.length * 1000) / SAMPLE_RATE;
     } else {
       this.pushRing(samples);
     }
@@ -92,15 +91,15 @@ export class IncomingAudio {
   }
 
   private pushRing(pcm: Int16Array): void {
-    const n = Math.min(pcm.length, FRAME);
-    const slot = (this.ringPos % this.ringFrames) * FRAME;
+    const n = Math.min(pcm.length, FRAME_SAMPLES);
+    const slot = (this.ringPos % this.ringFrames) * FRAME_SAMPLES;
     this.ring.set(pcm.subarray(0, n), slot);
-    if (n < FRAME) this.ring.fill(0, slot + n, slot + FRAME);
+    if (n < FRAME_SAMPLES) this.ring.fill(0, slot + n, slot + FRAME_SAMPLES);
     this.ringPos++;
   }
 
   private startUtterance(): void {
-    this.handler.speechStarted(Math.max(0, Math.round(this.receivedMs - this.ringFrames * AUDIO.frameMs)));
+    this.handler.speechStarted(Math.max(0, Math.round(this.receivedMs - this.ringFrames * FRAME_MS)));
     try {
       this.stream = this.recognizer.createStream({ mode: 'command' });
     } catch (err) {
@@ -110,10 +109,10 @@ export class IncomingAudio {
     const have = Math.min(this.ringPos, this.ringFrames);
     this.down.reset(); // a new stretch of audio for the resampler
     for (let k = have; k > 0; k--) {
-      const slot = ((this.ringPos - k) % this.ringFrames) * FRAME;
-      this.stream.write(this.down.process(this.ring.subarray(slot, slot + FRAME)));
+      const slot = ((this.ringPos - k) % this.ringFrames) * FRAME_SAMPLES;
+      this.stream.write(this.down.process(this.ring.subarray(slot, slot + FRAME_SAMPLES)));
     }
-    this.streamAudioMs = have * AUDIO.frameMs;
+    this.streamAudioMs = have * FRAME_MS;
     this.ringPos = 0;
   }
 

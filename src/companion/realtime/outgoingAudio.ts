@@ -6,19 +6,18 @@
 // watchdog keeps seeing RTP.
 import { randomInt } from 'node:crypto';
 import { RtpHeader, RtpPacket } from 'werift';
-import { OpusFrameEncoder } from '../../agent/audio/opusCodec.js';
-import { AUDIO } from '../../protocol/session.js';
+import { OpusFrameEncoder } from '../../common/audio/opusCodec.js';
+import { FRAME_MS, FRAME_SAMPLES, OPUS_RTP, SAMPLE_RATE } from '../../protocol/media.js';
 import type { PacedStream } from './framePacer.js';
 import { InlineSpeechEncoder, type EncodedBatch, type SpeechEncoder, type SpeechEncoderChannel } from './speechEncoder.js';
 import { SERVER_OPUS_COMPLEXITY, SERVER_OPUS_LOSS_PERCENT } from './speechFrameEncoder.js';
 
-const FRAME = AUDIO.samplesPerFrame;
 const NO_AUDIO = new Int16Array(0);
 
 let silencePacket: Buffer | undefined;
 /** One Opus packet of digital silence, encoded once per process and reused by every call. */
 export function opusSilencePacket(): Buffer {
-  silencePacket ??= new OpusFrameEncoder({ complexity: SERVER_OPUS_COMPLEXITY, packetLossPercent: SERVER_OPUS_LOSS_PERCENT }).encode(new Int16Array(FRAME));
+  silencePacket ??= new OpusFrameEncoder({ complexity: SERVER_OPUS_COMPLEXITY, packetLossPercent: SERVER_OPUS_LOSS_PERCENT }).encode(new Int16Array(FRAME_SAMPLES));
   return silencePacket;
 }
 
@@ -36,7 +35,7 @@ export interface OutgoingAudioStats {
 export class OutgoingAudio implements PacedStream {
   private packets: Buffer[] = [];
   private pendingSource = 0; // samples written to the encoder and not returned yet, at the source rate
-  private sourceRate: number = AUDIO.sampleRate;
+  private sourceRate: number = SAMPLE_RATE;
   private gen = 0; // utterance number: batches of an older one are dropped
   private encodedAllFlag = false; // the encoder returned the current utterance's last batch
   private readonly channel: SpeechEncoderChannel;
@@ -80,7 +79,7 @@ export class OutgoingAudio implements PacedStream {
   /** Cuts the outgoing speech at once (stop_audio, barge-in). Returns the ms of speech that was dropped. */
   cut(): number {
     const droppedMs = this.queuedMs;
-    this.stats.cutFrames += Math.ceil(droppedMs / AUDIO.frameMs);
+    this.stats.cutFrames += Math.ceil(droppedMs / FRAME_MS);
     this.gen++;
     this.packets = [];
     this.pendingSource = 0;
@@ -103,7 +102,7 @@ export class OutgoingAudio implements PacedStream {
 
   /** ms of speech queued and not yet sent (encoded or still in the encoder) */
   get queuedMs(): number {
-    return this.packets.length * AUDIO.frameMs + (this.pendingSource * 1000) / this.sourceRate;
+    return this.packets.length * FRAME_MS + (this.pendingSource * 1000) / this.sourceRate;
   }
 
   /** 20 ms packets encoded and waiting for their slot */
@@ -137,9 +136,9 @@ export class OutgoingAudio implements PacedStream {
       this.wasSilent = true;
       this.stats.silenceFrames++;
     }
-    const header = new RtpHeader({ payloadType: AUDIO.opusPayloadType, sequenceNumber: this.seq, timestamp: this.timestamp, marker });
+    const header = new RtpHeader({ payloadType: OPUS_RTP.payloadType, sequenceNumber: this.seq, timestamp: this.timestamp, marker });
     this.seq = (this.seq + 1) & 0xffff;
-    this.timestamp = (this.timestamp + FRAME) >>> 0;
+    this.timestamp = (this.timestamp + FRAME_SAMPLES) >>> 0;
     this.send(new RtpPacket(header, payload));
 
     if (u && u.finished && this.encodedAllFlag && this.packets.length === 0) {

@@ -1,11 +1,13 @@
 // Checks an SDP offer before it reaches werift, so a bad offer is a 400 with a precise reason instead of a
 // werift exception: it must be SDP text, carry ICE and DTLS parameters, and have an audio section with Opus.
+import { OPUS_RTP } from '../../protocol/media.js';
 
 export type OfferCheck =
   | { ok: true; sdp: string }
   | { ok: false; code: 'invalid_sdp' | 'no_audio_in_offer'; message: string };
 
 const MAX_SDP_BYTES = 64 * 1024;
+const OPUS_RTPMAP = new RegExp(`^a=rtpmap:\\d+ opus/${OPUS_RTP.clockRate}`, 'i');
 
 export function checkOffer(body: unknown): OfferCheck {
   const text = typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('utf8') : '';
@@ -29,8 +31,8 @@ export function checkOffer(body: unknown): OfferCheck {
   const session = lines.slice(0, lines.findIndex((l) => l.startsWith('m=')));
   const audio = sections.find((s) => /^m=audio [1-9]\d* /.test(s[0]));
   if (!audio) return { ok: false, code: 'no_audio_in_offer', message: 'the SDP offer has no audio section' };
-  if (!audio.some((l) => /^a=rtpmap:\d+ opus\/48000/i.test(l))) {
-    return { ok: false, code: 'no_audio_in_offer', message: 'the audio section does not offer the Opus codec (opus/48000)' };
+  if (!audio.some((l) => OPUS_RTPMAP.test(l))) {
+    return { ok: false, code: 'no_audio_in_offer', message: `the audio section does not offer the Opus codec (opus/${OPUS_RTP.clockRate})` };
   }
   const has = (prefix: string) => audio.some((l) => l.startsWith(prefix)) || session.some((l) => l.startsWith(prefix));
   if (!has('a=ice-ufrag:') || !has('a=ice-pwd:')) return { ok: false, code: 'invalid_sdp', message: 'the SDP offer has no ICE credentials (a=ice-ufrag / a=ice-pwd)' };

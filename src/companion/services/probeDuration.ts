@@ -2,8 +2,9 @@
 // upload before decoding it (a 20 MB compressed file can hold hours of audio, far more PCM than memory
 // should hold). undefined when the container does not declare one (then the decoded length decides).
 import { execFile } from 'node:child_process';
+import { processVariable } from '../../common/processEnv.js';
 
-const FFPROBE = process.env.SPEAKER_AGENT_FFPROBE ?? 'ffprobe';
+const FFPROBE = processVariable('ffprobe') ?? 'ffprobe';
 
 export function probeDurationSeconds(file: string, signal?: AbortSignal): Promise<number | undefined> {
   return new Promise((resolve) => {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { SpeechError } from './speechError.js';
 import { bufferToPcm } from '../../common/audio/wav.js';
+import { processVariable } from '../../common/processEnv.js';
 
 export interface DecodedAudio {
   pcm: Int16Array;
@@ -15,7 +16,7 @@ export interface DecodedAudio {
   durationSec: number;
 }
 
-const FFMPEG = process.env.SPEAKER_AGENT_FFMPEG ?? 'ffmpeg';
+const FFMPEG = processVariable('ffmpeg') ?? 'ffmpeg';
 
 /** Decodes a file path or an in-memory file to mono PCM16 at opts.sampleRate.
  *  Rejects with SpeechError 'EMPTY_AUDIO' (nothing to decode / zero samples) or 'INVALID_AUDIO' (ffmpeg failed). */

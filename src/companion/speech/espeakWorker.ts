@@ -5,6 +5,7 @@
 //   worker -> parent: { type: 'ready', sampleRate } once, then per job
 //                     { type: 'audio', job, pcm } (several), { type: 'done', job, events, samples } | { type: 'error', job, message }
 import { EspeakEngine, type EspeakVoiceSettings } from './espeakEngine.js';
+import { processVariable } from '../../common/processEnv.js';
 
 interface SynthRequest {
   type: 'synth';
@@ -25,7 +26,7 @@ if (!process.send) {
 let engine: EspeakEngine;
 try {
   // SPEAKER_AGENT_ESPEAK_LIB: another libespeak-ng build (e.g. a board's own), also used to test a missing library
-  engine = new EspeakEngine({ bufferMs: Number(process.argv[2]) || 60, libName: process.env.SPEAKER_AGENT_ESPEAK_LIB || undefined });
+  engine = new EspeakEngine({ bufferMs: Number(process.argv[2]) || 60, libName: processVariable('espeakLib') || undefined });
 } catch (err) {
   send({ type: 'fatal', message: String((err as Error).message ?? err) });
   process.exit(1);

@@ -1,5 +1,6 @@
 // The one error type of the speech engines: a machine-readable code (aligned with the REST error codes where
 // one exists) plus the underlying cause, so callers map it to their own error shape without parsing messages.
+import { CodedError } from '../../common/errors.js';
 
 export type SpeechErrorCode =
   | 'TTS_FAILED' // the synthesiser failed or its worker crashed
@@ -11,15 +12,8 @@ export type SpeechErrorCode =
   | 'RECOGNIZER_FAILED' // pocketsphinx could not be loaded or failed while decoding
   | 'INVALID_ARGUMENT'; // a caller passed a value outside the documented range
 
-export class SpeechError extends Error {
-  constructor(
-    readonly code: SpeechErrorCode,
-    message: string,
-    opts?: { cause?: unknown },
-  ) {
-    super(message, { cause: opts?.cause });
-    this.name = 'SpeechError';
-  }
+export class SpeechError extends CodedError<SpeechErrorCode> {
+  override name = 'SpeechError';
 }
 
 export function isSpeechError(err: unknown, code?: SpeechErrorCode): err is SpeechError {

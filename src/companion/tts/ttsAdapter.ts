@@ -4,18 +4,12 @@
 // Spec rule: a designed voice may pass its voice-clone-prompt path to the adapter; a clone uses the adapter's
 // profile_id (obtained from syncProfile and stored with the voice).
 import type { SynthesisLane, VoiceParams, WordTiming } from '../speech/synthesizer.js';
+import { CodedError } from '../../common/errors.js';
 
 export type TtsErrorCode = 'ADAPTER_NOT_CONFIGURED' | 'ADAPTER_SYNC_FAILED' | 'TTS_FAILED' | 'ABORTED';
 
-export class TtsAdapterError extends Error {
-  constructor(
-    readonly code: TtsErrorCode,
-    message: string,
-    opts?: { cause?: unknown },
-  ) {
-    super(message, opts);
-    this.name = 'TtsAdapterError';
-  }
+export class TtsAdapterError extends CodedError<TtsErrorCode> {
+  override name = 'TtsAdapterError';
 }
 
 /** What an adapter needs to know about a voice profile. */

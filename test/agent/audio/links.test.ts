@@ -5,10 +5,11 @@ import type { PlaybackDevice, CaptureDevice } from '../../../src/agent/audio/aud
 import { Downlink } from '../../../src/agent/audio/downlink.js';
 import { EchoGate, type DuplexMode } from '../../../src/agent/audio/echoGate.js';
 import { JitterBuffer } from '../../../src/agent/audio/jitterBuffer.js';
-import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/common/audio/opusCodec.js';
 import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
 import { ResilientPlayback } from '../../../src/agent/audio/resilientDevice.js';
 import { Uplink } from '../../../src/agent/audio/uplink.js';
+import { echoGateStage } from '../../../src/agent/audio/micStages.js';
 import { dominantFrequency, goertzelPower, playIntoSink, pulseCli, sleep, startRecording, tone, waitUntil } from '../../support/audioCapture.js';
 import { pactl, VIRTUAL } from '../../support/virtualAudio.js';
 
@@ -51,7 +52,7 @@ function openDownlink(echoGate: EchoGate): Downlink {
 
 function openUplink(echoGate: EchoGate): Uplink {
   const capture: CaptureDevice = backend.openCapture('default');
-  const uplink = new Uplink({ capture, encoder: new OpusFrameEncoder(), echoGate });
+  const uplink = new Uplink({ capture, encoder: new OpusFrameEncoder(), stages: [echoGateStage(echoGate)] });
   cleanups.push(() => uplink.stop());
   return uplink;
 }

@@ -2,7 +2,7 @@
 // the synthesiser's sample rate encoded to real Opus, the end-of-utterance signal, cuts, and RTP numbering.
 import { describe, expect, it } from 'vitest';
 import type { RtpPacket } from 'werift';
-import { OpusFrameDecoder } from '../../../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder } from '../../../src/common/audio/opusCodec.js';
 import { rmsDbfs, sineWave, dominantFrequency } from '../../../src/common/audio/signal.js';
 import { OutgoingAudio, opusSilencePacket } from '../../../src/companion/realtime/outgoingAudio.js';
 import { FramePacer } from '../../../src/companion/realtime/framePacer.js';

@@ -1,7 +1,7 @@
 // The encoder thread that turns assistant speech into Opus ahead of playback: real worker thread, real Opus
 // (decoded back and checked), a crash of the thread mid-utterance, and bad input.
 import { afterEach, describe, expect, it } from 'vitest';
-import { OpusFrameDecoder } from '../../../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder } from '../../../src/common/audio/opusCodec.js';
 import { dominantFrequency, rmsDbfs, sineWave } from '../../../src/common/audio/signal.js';
 import { OutgoingAudio, opusSilencePacket } from '../../../src/companion/realtime/outgoingAudio.js';
 import { ENCODER_THREAD_NICE, ThreadSpeechEncoder, type EncodedBatch } from '../../../src/companion/realtime/speechEncoder.js';

@@ -1,6 +1,6 @@
 // The real Opus codec (@discordjs/opus): round trip, concealment of lost frames, corrupt packets.
 import { describe, expect, it } from 'vitest';
-import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/agent/audio/opusCodec.js';
+import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/common/audio/opusCodec.js';
 import { dominantFrequency, rms, tone } from '../../support/audioCapture.js';
 
 const frames = (samples: Int16Array) =>

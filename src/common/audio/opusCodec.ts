@@ -11,8 +11,8 @@
 //   yields 120 ms of concealment (verified: first 20 ms continue the signal, then it fades out). We play
 //   it out 20 ms at a time: consecutive losses take the next slice instead of calling PLC again, which also
 //   keeps the decoder's state in step with what was played.
-import { loadOpus } from '../../common/audio/opusBinding.js';
-import { FRAME_SAMPLES } from './audioDevice.js';
+import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
+import { loadOpus } from './opusBinding.js';
 
 const opus = loadOpus();
 
@@ -65,7 +65,7 @@ export class OpusFrameEncoder {
     if (!(bitrate >= 6000 && bitrate <= 510_000)) throw new RangeError(`opus bitrate out of range: ${bitrate}`);
     if (!(loss >= 0 && loss <= 100)) throw new RangeError(`opus packet loss percent out of range: ${loss}`);
     if (!(complexity >= 0 && complexity <= 10)) throw new RangeError(`opus complexity out of range: ${complexity}`);
-    this.native = new opus.OpusEncoder(48_000, 1);
+    this.native = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
     // Application can only change before the first encode; the object creates its encoder lazily here.
     this.native.applyEncoderCTL(OPUS_SET_APPLICATION, OPUS_APPLICATION_VOIP);
     this.native.applyEncoderCTL(OPUS_SET_SIGNAL, OPUS_SIGNAL_VOICE);
@@ -100,7 +100,7 @@ export class OpusFrameEncoder {
     return this.native.getBitrate();
   }
 
-  /** Encodes one 20 ms frame (960 samples) into an Opus packet. */
+  /** Encodes one 20 ms frame (FRAME_SAMPLES) into an Opus packet. */
   encode(frame: Int16Array): Buffer {
     if (frame.length !== FRAME_SAMPLES) {
       throw new RangeError(`opus encoder expects ${FRAME_SAMPLES} samples per frame, got ${frame.length}`);
@@ -119,11 +119,11 @@ export class OpusFrameDecoder {
   readonly stats = { decoded: 0, concealed: 0, corrupt: 0 };
 
   constructor() {
-    this.native = new opus.OpusEncoder(48_000, 1);
+    this.native = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
   }
 
   /**
-   * Decodes one packet into a 960-sample frame (a new array, safe to keep).
+   * Decodes one packet into a FRAME_SAMPLES frame (a new array, safe to keep).
    * A corrupt packet is concealed like a lost one instead of throwing.
    */
   decode(packet: Buffer): Int16Array {
@@ -166,7 +166,7 @@ export class OpusFrameDecoder {
 
   /** Fresh decoder state (new stream / SSRC). */
   reset(): void {
-    this.native = new opus.OpusEncoder(48_000, 1);
+    this.native = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
     this.plcTail = undefined;
   }
 }

@@ -1,0 +1,28 @@
+// The microphone path as a chain of stages over one frame type:
+//   capture -> [echo canceller] -> [wake word tap, pre-roll] -> gate -> encoder -> call
+// The Uplink runs every captured frame through its stages in order, then encodes what comes out and hands the
+// packet to the call. callAudio.ts assembles the list: a new stage is one more entry there, the others untouched.
+import type { EchoGate } from './echoGate.js';
+
+/** One microphone frame: 20 ms of mono s16 at 48 kHz (FRAME_SAMPLES) and the hrtime (ns) the card delivered it.
+ *  The pcm buffer may be reused once the frame has passed: a stage that keeps audio copies it. */
+export interface MicFrame {
+  pcm: Int16Array;
+  capturedAtNs: bigint;
+}
+
+export interface MicStage {
+  /** The frame to pass on (this one, its pcm changed or replaced as the stage needs), or undefined to send
+   *  nothing for it (e.g. before a wake word). */
+  process(frame: MicFrame): MicFrame | undefined;
+}
+
+/** The half-duplex echo gate as a stage: silence instead of the microphone while the assistant is audible. */
+export function echoGateStage(gate: EchoGate): MicStage {
+  return {
+    process(frame) {
+      frame.pcm = gate.filter(frame.pcm, Number(process.hrtime.bigint() - frame.capturedAtNs) / 1e6);
+      return frame;
+    },
+  };
+}
