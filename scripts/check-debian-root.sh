@@ -21,7 +21,7 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-CACHE_DIR=${SPEAKER_AGENT_ROOTS_CACHE:-/var/tmp/speaker-agent-roots}
+CACHE_DIR=${SPEAKER_AGENT_ROOTS:-/var/tmp/speaker-agent-roots}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SETUP_TIMEOUT=${SETUP_TIMEOUT:-2400}
 START_TIMEOUT=${START_TIMEOUT:-300}

@@ -14,7 +14,7 @@ export const PROCESS_VARIABLES = {
   espeakLib: { env: 'SPEAKER_AGENT_ESPEAK_LIB', description: "another libespeak-ng shared library for the companion's synthesiser (e.g. a board's own build)" },
   ffmpeg: { env: 'SPEAKER_AGENT_FFMPEG', description: "the companion's ffmpeg (audio conversion; default ffmpeg on PATH)" },
   ffprobe: { env: 'SPEAKER_AGENT_FFPROBE', description: "the companion's ffprobe (audio durations; default ffprobe on PATH)" },
-  roots: { env: 'SPEAKER_AGENT_ROOTS', description: 'scripts/check-arm64.sh: cache of the arm64 root filesystems (default /var/tmp/speaker-agent-roots)' },
+  roots: { env: 'SPEAKER_AGENT_ROOTS', description: 'scripts/check-arm64.sh and check-debian-root.sh: cache of the Debian roots (default /var/tmp/speaker-agent-roots)' },
 } as const;
 
 export type ProcessVariable = keyof typeof PROCESS_VARIABLES;
