@@ -9,6 +9,7 @@ import * as z from '../common/zodMini.js';
 import { envOverrides, withEnv, type EnvOverride } from '../common/zodMini.js';
 import { AgentError } from './errors.js';
 import { setPath } from '../common/setPath.js';
+import { DEFAULT_ECHO_TAIL_MS } from './audio/echoGate.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -29,7 +30,7 @@ export const SettingsSchema = z.object({
     /** half: the microphone is gated while the speaker plays (no echo canceller); full: always open */
     duplex: withEnv(z._default(z.enum(['half', 'full']), 'half'), 'SPEAKER_AGENT_DUPLEX', 'half or full'),
     /** how long the mic stays gated after playback stops (room echo tail) */
-    echoTailMs: withEnv(z._default(z.coercedInt(0, 2_000), 200), 'SPEAKER_AGENT_ECHO_TAIL_MS', 'mic gate hold after playback (ms)'),
+    echoTailMs: withEnv(z._default(z.coercedInt(0, 2_000), DEFAULT_ECHO_TAIL_MS), 'SPEAKER_AGENT_ECHO_TAIL_MS', 'mic gate hold after playback (ms)'),
   }), {}),
   mixer: z.prefault(z.object({
     /** ALSA card for amixer (-c / -D), e.g. "default", "0", "Headphones" */

@@ -68,8 +68,15 @@ export const CompanionSettingsSchema = z.object({
       idleTimeoutMs: withEnv(z._default(z.coercedInt(1_000, 3_600_000), 60_000), 'SPEAKER_AGENT_COMPANION_IDLE_TIMEOUT_MS', 'close a silent call after this many ms'),
       /** a call whose ICE/DTLS never completes is closed after this long */
       connectTimeoutMs: z._default(z.coercedInt(1_000, 120_000), 15_000),
-      /** gather 127.0.0.1 as a host candidate (werift skips loopback); 'auto' = when host is a loopback address */
-      loopbackCandidates: z._default(z.enum(['auto', 'on', 'off']), 'auto'),
+      /** gather 127.0.0.1 as a host candidate (werift skips loopback); 'auto' = when host is a loopback address.
+       *  The agent's words (always/never); 'on'/'off', this setting's values before, are still read. */
+      loopbackCandidates: z._default(
+        z.pipe(
+          z.enum(['auto', 'always', 'never', 'on', 'off']),
+          z.transform((v): 'auto' | 'always' | 'never' => (v === 'on' ? 'always' : v === 'off' ? 'never' : v)),
+        ),
+        'auto',
+      ),
       /** silence after the user's last word before the turn ends */
       vadHangoverMs: z._default(z.coercedInt(100, 3_000), 300),
       /** the assistant's espeak-ng voice */

@@ -2,6 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { COMPANION_ENV_OVERRIDES, CompanionSettingsError, loadCompanionSettings } from '../../src/companion/settings.js';
 
 describe('loadCompanionSettings', () => {
+  it("realtime.loopbackCandidates speaks the agent's words (auto, always, never) and still reads the old on/off", () => {
+    const lb = (v: unknown) => loadCompanionSettings({ realtime: { loopbackCandidates: v } } as never, {}).realtime.loopbackCandidates;
+    expect(loadCompanionSettings({}, {}).realtime.loopbackCandidates).toBe('auto');
+    expect([lb('always'), lb('never'), lb('auto')]).toEqual(['always', 'never', 'auto']);
+    expect([lb('on'), lb('off')]).toEqual(['always', 'never']);
+    expect(() => lb('yes')).toThrow(CompanionSettingsError);
+  });
+
   it('has the documented defaults', () => {
     const s = loadCompanionSettings({}, { HOME: '/home/x' });
     expect(s).toMatchObject({

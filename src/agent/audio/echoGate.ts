@@ -8,6 +8,9 @@ import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 
 export type DuplexMode = 'half-duplex' | 'full-duplex';
 
+/** How long the microphone stays gated after audible playback ends (the room's echo tail); settings.echoTailMs. */
+export const DEFAULT_ECHO_TAIL_MS = 200;
+
 export interface EchoGateOptions {
   mode?: DuplexMode;
   /** How long after the last audible frame has left the speaker the mic stays muted. Default 300 ms. */
@@ -32,7 +35,7 @@ export class EchoGate {
 
   constructor(opts: EchoGateOptions = {}) {
     this.mode = opts.mode ?? 'half-duplex';
-    this.tailMs = opts.tailMs ?? 300;
+    this.tailMs = opts.tailMs ?? DEFAULT_ECHO_TAIL_MS;
     this.audibleRms = opts.audibleRms ?? 100;
     this.nowMs = opts.nowMs ?? monotonicMs;
     if (!(this.tailMs >= 0)) throw new RangeError(`echo gate tailMs must be >= 0, got ${opts.tailMs}`);

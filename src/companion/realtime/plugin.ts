@@ -69,7 +69,7 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
   const rt = ctx.settings.realtime;
   // The frame pacer runs on the event loop: Node's helper threads give way to it (threads/helperThreads.ts).
   void lowerHelperThreadsIncludingPool().then((tids) => ctx.logger.debug({ threads: tids.length }, 'helper threads lowered to nice 19'));
-  const loopback = rt.loopbackCandidates === 'on' || (rt.loopbackCandidates === 'auto' && isLoopbackHost(ctx.settings.host));
+  const loopback = rt.loopbackCandidates === 'always' || (rt.loopbackCandidates === 'auto' && isLoopbackHost(ctx.settings.host));
   const logger = ctx.logger.child({ module: 'realtime' });
   const sessions = new SessionRegistry();
   const calls = new CallRegistry(
