@@ -3,6 +3,7 @@
 // and reads what the call sent. The real transport is covered by webrtcTransport.test.ts and the e2e test.
 import { AgentError } from '../../src/agent/errors.js';
 import type { InboundRtp, TransportConnectOptions, TransportHandlers, TransportLayer } from '../../src/agent/transport/transportLayer.js';
+import type { ClientEvent } from '../../src/protocol/events.js';
 
 export class ScriptedTransport implements TransportLayer {
   handlers: TransportHandlers | undefined;
@@ -17,7 +18,7 @@ export class ScriptedTransport implements TransportLayer {
     this.handlers = o.handlers;
   }
 
-  send(event: object): boolean {
+  send(event: ClientEvent): boolean {
     if (this.closed) return false;
     this.sent.push(JSON.parse(JSON.stringify(event)) as Record<string, unknown>);
     for (const w of this.waiters.splice(0)) w();

@@ -39,7 +39,7 @@ export interface TransportLayer {
   /** Resolves once media and the data channel are up; rejects with an AgentError otherwise. */
   connect(opts: TransportConnectOptions): Promise<void>;
   /** Sends a client event (JSON) on the data channel; false when the channel is not open. */
-  send(event: object): boolean;
+  send(event: ClientEvent): boolean;
   /** Sends one Opus frame of `samples` samples (48 kHz clock). Dropped while not connected. */
   sendAudio(opus: Buffer, samples: number): void;
   /** Closes the call so the peer sees it go (DTLS close + SCTP abort); idempotent. */

@@ -18,6 +18,7 @@ import { OPUS_RTP } from '../../protocol/media.js';
 import { AgentError } from '../errors.js';
 import type { TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
+import type { ClientEvent } from '../../protocol/events.js';
 
 export interface WebrtcTransportOptions {
   /** extra host addresses to gather, e.g. ['127.0.0.1'] when the server is on loopback */
@@ -158,7 +159,7 @@ export class WebrtcTransport implements TransportLayer {
     });
   }
 
-  send(event: object): boolean {
+  send(event: ClientEvent): boolean {
     const dc = this.dc;
     if (!dc || dc.readyState !== 'open' || this.closing) return false;
     try {
