@@ -1,6 +1,7 @@
 // The call's transport, behind one small interface (like @openai/agents-realtime's transport layer): the call
 // logic (events, functions, liveness) does not know it is WebRTC. webrtcTransport.ts is the real one (werift);
 // scriptedTransport.ts drives the call logic in unit tests.
+import type { ClientEvent } from '../../protocol/events.js';
 import type { RealtimeSession } from '../../protocol/session.js';
 import type { AgentError } from '../errors.js';
 
@@ -38,7 +39,8 @@ export interface TransportConnectOptions {
 export interface TransportLayer {
   /** Resolves once media and the data channel are up; rejects with an AgentError otherwise. */
   connect(opts: TransportConnectOptions): Promise<void>;
-  /** Sends a client event (JSON) on the data channel; false when the channel is not open. */
+  /** Sends a client event (JSON) on the data channel; false when the channel is not open. Typed by the
+   *  contract (protocol/events.ts): the agent cannot send an event the spec does not define. */
   send(event: ClientEvent): boolean;
   /** Sends one Opus frame of `samples` samples (48 kHz clock). Dropped while not connected. */
   sendAudio(opus: Buffer, samples: number): void;
