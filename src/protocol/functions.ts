@@ -3,21 +3,38 @@
 
 export const VOLUME_STEP_PERCENT = 10;
 
-export type DeviceFunctionCall =
-  | { name: 'adjust_device_volume'; action: 'increase' | 'decrease' }
-  | { name: 'set_device_volume'; volumeLevel: number }
-  | { name: 'quiet_device' };
+/** A parameter of a device function: what the tool definition advertises and what validation enforces. */
+type Param =
+  | { type: 'string'; enum: readonly string[] }
+  | { type: 'number'; minimum: number; maximum: number };
 
-export type DeviceFunctionName = DeviceFunctionCall['name'];
+/** Each device function declared once: its description and parameters (from which the tool definition and the
+ *  argument validation are derived) and the typed call that validated arguments become. */
+const DECLARATIONS = {
+  adjust_device_volume: {
+    description: `Turn the speaker volume up or down by ${VOLUME_STEP_PERCENT} percent.`,
+    params: { action: { type: 'string', enum: ['increase', 'decrease'] } },
+    call: (a: Record<string, unknown>) => ({ name: 'adjust_device_volume' as const, action: a.action as 'increase' | 'decrease' }),
+  },
+  set_device_volume: {
+    description: 'Set the speaker volume to a level in percent.',
+    params: { volume_level: { type: 'number', minimum: 0, maximum: 100 } },
+    call: (a: Record<string, unknown>) => ({ name: 'set_device_volume' as const, volumeLevel: Math.round(a.volume_level as number) }),
+  },
+  quiet_device: {
+    description: 'Mute the speaker (volume 0 percent).',
+    params: {},
+    call: () => ({ name: 'quiet_device' as const }),
+  },
+} satisfies Record<string, { description: string; params: Record<string, Param>; call: (a: Record<string, unknown>) => { name: string } }>;
 
-export const DEVICE_FUNCTION_NAMES: readonly DeviceFunctionName[] = [
-  'adjust_device_volume',
-  'set_device_volume',
-  'quiet_device',
-];
+export type DeviceFunctionName = keyof typeof DECLARATIONS;
+export type DeviceFunctionCall = ReturnType<(typeof DECLARATIONS)[DeviceFunctionName]['call']>;
+
+export const DEVICE_FUNCTION_NAMES = Object.keys(DECLARATIONS) as readonly DeviceFunctionName[];
 
 export function isDeviceFunction(name: string): name is DeviceFunctionName {
-  return (DEVICE_FUNCTION_NAMES as readonly string[]).includes(name);
+  return Object.hasOwn(DECLARATIONS, name);
 }
 
 /** The output JSON the device returns in function_call_output (spec: an object with success plus result). */
@@ -46,56 +63,29 @@ export function validateDeviceFunction(name: string, argumentsJson: unknown): Va
     return { ok: false, error: 'arguments must be a JSON object' };
   }
   const a = args as Record<string, unknown>;
-  switch (name) {
-    case 'adjust_device_volume': {
-      if (a.action === undefined) return { ok: false, error: 'missing "action": expected "increase" or "decrease"' };
-      if (a.action !== 'increase' && a.action !== 'decrease') {
-        return { ok: false, error: `invalid "action" ${JSON.stringify(a.action)}: expected "increase" or "decrease"` };
-      }
-      return { ok: true, call: { name, action: a.action } };
+  const decl = DECLARATIONS[name];
+  for (const [key, p] of Object.entries(decl.params) as Array<[string, Param]>) {
+    const expected = p.type === 'string' ? p.enum.map((v) => JSON.stringify(v)).join(' or ') : `a number from ${p.minimum} to ${p.maximum}`;
+    const v = a[key];
+    if (v === undefined) return { ok: false, error: `missing "${key}": expected ${expected}` };
+    if (p.type === 'string' ? !p.enum.includes(v as string) : typeof v !== 'number' || !Number.isFinite(v)) {
+      return { ok: false, error: `invalid "${key}" ${JSON.stringify(v)}: expected ${expected}` };
     }
-    case 'set_device_volume': {
-      const v = a.volume_level;
-      if (v === undefined) return { ok: false, error: 'missing "volume_level": expected a number from 0 to 100' };
-      if (typeof v !== 'number' || !Number.isFinite(v)) {
-        return { ok: false, error: `invalid "volume_level" ${JSON.stringify(v)}: expected a number from 0 to 100` };
-      }
-      if (v < 0 || v > 100) return { ok: false, error: `"volume_level" ${v} is out of range: expected 0 to 100` };
-      return { ok: true, call: { name, volumeLevel: Math.round(v) } };
+    if (p.type === 'number' && ((v as number) < p.minimum || (v as number) > p.maximum)) {
+      return { ok: false, error: `"${key}" ${v as number} is out of range: expected ${p.minimum} to ${p.maximum}` };
     }
-    case 'quiet_device':
-      return { ok: true, call: { name } };
   }
+  return { ok: true, call: decl.call(a) };
 }
 
 /** Tool definitions in the OpenAI function-calling format, for a brain backed by an LLM. */
-export const DEVICE_FUNCTION_TOOLS = [
-  {
-    type: 'function',
-    name: 'adjust_device_volume',
-    description: 'Turn the speaker volume up or down by 10 percent.',
-    parameters: {
-      type: 'object',
-      properties: { action: { type: 'string', enum: ['increase', 'decrease'] } },
-      required: ['action'],
-      additionalProperties: false,
-    },
-  },
-  {
-    type: 'function',
-    name: 'set_device_volume',
-    description: 'Set the speaker volume to a level in percent.',
-    parameters: {
-      type: 'object',
-      properties: { volume_level: { type: 'number', minimum: 0, maximum: 100 } },
-      required: ['volume_level'],
-      additionalProperties: false,
-    },
-  },
-  {
-    type: 'function',
-    name: 'quiet_device',
-    description: 'Mute the speaker (volume 0 percent).',
-    parameters: { type: 'object', properties: {}, additionalProperties: false },
-  },
-] as const;
+export const DEVICE_FUNCTION_TOOLS = DEVICE_FUNCTION_NAMES.map((name) => {
+  const { description, params } = DECLARATIONS[name];
+  const required = Object.keys(params);
+  return {
+    type: 'function' as const,
+    name,
+    description,
+    parameters: { type: 'object' as const, properties: params as Record<string, Param>, ...(required.length ? { required } : {}), additionalProperties: false as const },
+  };
+});
