@@ -17,6 +17,20 @@ function sh(script: string, env: NodeJS.ProcessEnv = {}) {
   return spawnSync('bash', ['-c', `set -euo pipefail; . scripts/lib/node-build.sh; ${script}`], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env } });
 }
 
+/** Runs one of node-build.sh's checks; `continued` says whether the script went on past it. */
+function check(fn: string, env: NodeJS.ProcessEnv = {}) {
+  const r = sh(`${fn}; echo continued`, env);
+  return { status: r.status, stderr: r.stderr, continued: r.stdout.includes('continued') };
+}
+
+/** An executable in a fresh directory, which a test puts first on the PATH. */
+function executableDir(dir: string, name: string, body: string): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, name), body);
+  chmodSync(path.join(dir, name), 0o755);
+  return dir;
+}
+
 describe('scripts/check-addons.mjs', () => {
   it('loads and uses every native addon in this Node, with the SQLite driver this Node uses', () => {
     const out = execFileSync(process.execPath, ['scripts/check-addons.mjs'], { cwd: ROOT, encoding: 'utf8' });
@@ -52,44 +66,37 @@ describe('scripts/check-addons.mjs', () => {
 
 describe('scripts/lib/node-build.sh', () => {
   it('a Node older than 20.10 stops with exit 3 and how to fix it (FakeOldNode)', () => {
-    const bin = path.join(tmp, 'oldnode');
-    mkdirSync(bin, { recursive: true });
-    writeFileSync(path.join(bin, 'v18.cjs'), "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '18.19.0' } }); Object.defineProperty(process, 'version', { value: 'v18.19.0' });");
-    writeFileSync(path.join(bin, 'node'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --require ${JSON.stringify(path.join(bin, 'v18.cjs'))} "$@"\n`);
-    chmodSync(path.join(bin, 'node'), 0o755);
-    const old = sh('node_supported_or_exit; echo continued', { PATH: `${bin}:${process.env.PATH}` });
-    expect(old.status).toBe(3);
-    expect(old.stdout).not.toContain('continued');
+    const dir = path.join(tmp, 'oldnode');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'v18.cjs'), "Object.defineProperty(process, 'versions', { value: { ...process.versions, node: '18.19.0' } }); Object.defineProperty(process, 'version', { value: 'v18.19.0' });");
+    const bin = executableDir(dir, 'node', `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --require ${JSON.stringify(path.join(dir, 'v18.cjs'))} "$@"\n`);
+    const old = check('node_supported_or_exit', { PATH: `${bin}:${process.env.PATH}` });
+    expect([old.status, old.continued]).toEqual([3, false]);
     expect(old.stderr).toContain('Node.js v18.19.0');
     expect(old.stderr).toContain('too old: speaker-agent needs Node 20.10 or newer');
     expect(old.stderr).toContain('sudo apt-get install nodejs npm');
-    expect(old.stderr).toContain('sudo npm install -g node@24');
-    const current = sh('node_supported_or_exit; echo continued');
-    expect(current.status).toBe(0);
-    expect(current.stdout).toContain('continued');
+    expect(old.stderr).toContain('sudo npm install -g node@24 npm@11');
+    const current = check('node_supported_or_exit');
+    expect([current.status, current.continued]).toEqual([0, true]);
   });
 
   it("stops when Debian's npm would build the addons for Debian's own Node (FakeDebianNpm)", () => {
     // Debian's npm lives in /usr/share/nodejs; here a stand-in tree is named by DEBIAN_NODEJS_DIR
     const debian = path.join(tmp, 'usr-share-nodejs');
-    mkdirSync(path.join(debian, 'npm/bin'), { recursive: true });
-    writeFileSync(path.join(debian, 'npm/bin/npm-cli.js'), '#!/bin/sh\necho 9.2.0\n');
-    chmodSync(path.join(debian, 'npm/bin/npm-cli.js'), 0o755);
+    executableDir(path.join(debian, 'npm/bin'), 'npm-cli.js', '#!/bin/sh\necho 9.2.0\n');
     const bin = path.join(tmp, 'debnpm-bin');
     mkdirSync(bin, { recursive: true });
     symlinkSync(path.join(debian, 'npm/bin/npm-cli.js'), path.join(bin, 'npm'));
-    const r = sh('npm_matches_node_or_exit; echo continued', { PATH: `${bin}:${process.env.PATH}`, DEBIAN_NODEJS_DIR: debian });
-    const official = (process.config.variables as { node_shared?: boolean }).node_shared !== true;
-    if (official) {
-      expect(r.status).toBe(3);
+    const r = check('npm_matches_node_or_exit', { PATH: `${bin}:${process.env.PATH}`, DEBIAN_NODEJS_DIR: debian });
+    if ((process.config.variables as { node_shared?: boolean }).node_shared !== true) {
+      expect([r.status, r.continued]).toEqual([3, false]);
       expect(r.stderr).toContain("npm is Debian's");
       expect(r.stderr).toContain('sudo npm install -g npm@11');
     } else {
-      expect(r.status).toBe(0); // this node is Debian's own: Debian's npm builds for it
+      expect([r.status, r.continued]).toEqual([0, true]); // this node is Debian's own: Debian's npm builds for it
     }
-    const own = sh('npm_matches_node_or_exit; echo continued');
-    expect(own.status).toBe(0);
-    expect(own.stdout).toContain('continued');
+    const own = check('npm_matches_node_or_exit');
+    expect([own.status, own.continued]).toEqual([0, true]);
   });
 
   it("builds against headers of exactly this node's version, never a configured nodedir of another (FakeHeaders)", () => {
