@@ -22,7 +22,14 @@ export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
 const MessageItem = z.looseObject({ type: z.literal('message'), id: z.optional(z.string()) });
 
 export const ServerEvent = z.discriminatedUnion('type', [
-  z.object({ ...base, type: z.literal('session.created'), session: z.looseObject({ id: z.string() }) }),
+  // GA sessions (POST /v1/realtime/calls) may carry no id
+  z.object({ ...base, type: z.literal('session.created'), session: z.looseObject({ id: z.optional(z.string()) }) }),
+  z.object({ ...base, type: z.literal('session.updated'), session: z.looseObject({}) }),
+  // WebRTC only: the server's outgoing audio started, played out, or was dropped (response.cancel, barge-in)
+  z.object({ ...base, type: z.literal('output_audio_buffer.started'), response_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('output_audio_buffer.stopped'), response_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('output_audio_buffer.cleared'), response_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('conversation.item.retrieved'), item: z.looseObject({ id: z.string() }) }),
   z.object({ ...base, type: z.literal('input_audio_buffer.speech_started'), audio_start_ms: z.optional(z.number()), item_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('input_audio_buffer.speech_stopped'), audio_end_ms: z.optional(z.number()), item_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('conversation.item.input_audio_transcription.completed'), item_id: z.optional(z.string()), content_index: z.optional(z.number()), transcript: z.string() }),
@@ -55,6 +62,8 @@ export const ClientEvent = z.discriminatedUnion('type', [
   z.object({ ...base, type: z.literal('response.cancel') }),
   z.object({ ...base, type: z.literal('input_audio_buffer.clear') }),
   z.object({ ...base, type: z.literal('session.update'), session: z.looseObject({}) }),
+  // GA clients (the JavaScript SDK) fetch a user item to read its transcript
+  z.object({ ...base, type: z.literal('conversation.item.retrieve'), item_id: z.nonEmpty() }),
 ]);
 export type ClientEvent = z.infer<typeof ClientEvent>;
 

@@ -42,6 +42,8 @@ export class RealtimeTestClient {
   private closed = false;
   /** performance.now() of the last markAudio() */
   markedAt = 0;
+  /** the Location header of the SDP answer (GA calls: /v1/realtime/calls/{call_id}) */
+  location: string | undefined;
   sending = true;
   private decode = true;
 
@@ -77,9 +79,11 @@ export class RealtimeTestClient {
     decode?: boolean;
     /** how long the data channel may take to open (default 15 s) */
     openTimeoutMs?: number;
+    /** a GA call: POST /v1/realtime/calls with this client key (Bearer), expecting 201 and a Location */
+    gaKey?: string;
   }): Promise<RealtimeTestClient> {
     let session: RealtimeSession | undefined;
-    if (opts.createSession !== false) {
+    if (opts.createSession !== false && opts.gaKey === undefined) {
       const res = await fetch(`${opts.baseUrl}/v1/realtime/sessions`, {
         method: 'POST',
         headers: { ...opts.headers, 'content-type': 'application/json' },
@@ -104,13 +108,15 @@ export class RealtimeTestClient {
     client.decode = opts.decode !== false;
     pc.onTrack.subscribe((track) => track.onReceiveRtp.subscribe((rtp) => client.onRtp(rtp.payload)));
     await pc.setLocalDescription(await pc.createOffer());
-    const res = await fetch(`${opts.baseUrl}/v1/realtime`, {
+    const ga = opts.gaKey !== undefined;
+    const res = await fetch(`${opts.baseUrl}/v1/realtime${ga ? '/calls' : ''}`, {
       method: 'POST',
-      headers: { ...opts.headers, 'content-type': 'application/sdp' },
+      headers: { ...(ga ? { authorization: `Bearer ${opts.gaKey}` } : opts.headers), 'content-type': 'application/sdp' },
       body: pc.localDescription!.sdp,
     });
     const text = await res.text();
-    if (res.status !== 200) {
+    client.location = res.headers.get('location') ?? undefined;
+    if (res.status !== (ga ? 201 : 200)) {
       await pc.close();
       throw new Error(`sdp: HTTP ${res.status} ${text}`);
     }

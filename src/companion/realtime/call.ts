@@ -13,6 +13,7 @@ import { OutgoingAudio } from './outgoingAudio.js';
 import type { SpeechEncoder } from './speechEncoder.js';
 import type { IceServer } from '../../protocol/session.js';
 import type { SessionRecord } from './sessionRegistry.js';
+import { gaSessionObject, mergeGaSession, type GaSessionConfig } from './gaSession.js';
 
 export interface CallOptions {
   iceServers: IceServer[];
@@ -20,6 +21,8 @@ export interface CallOptions {
   transcriptFamily: TranscriptFamily;
   voice: VoiceParams;
   vadHangoverMs: number;
+  /** a GA call (POST /v1/realtime/calls): its session configuration, GA session events and output_audio_buffer.* */
+  ga?: GaSessionConfig;
 }
 
 export interface CallDeps {
@@ -34,7 +37,7 @@ export interface CallDeps {
   onClosed: (call: Call) => void;
 }
 
-export type CallEndReason = 'connect_timeout' | 'idle_timeout' | 'transport' | 'server_shutdown' | 'superseded';
+export type CallEndReason = 'connect_timeout' | 'idle_timeout' | 'transport' | 'server_shutdown' | 'superseded' | 'hangup';
 
 export class Call {
   readonly id = newId('call');
@@ -50,6 +53,7 @@ export class Call {
   private channelOpen = false;
   private readonly beforeOpen: string[] = [];
   private closing: Promise<void> | undefined;
+  private ga: GaSessionConfig | undefined;
 
   constructor(
     readonly session: SessionRecord,
@@ -57,6 +61,7 @@ export class Call {
     private readonly deps: CallDeps,
   ) {
     this.logger = deps.logger.child({ call: this.id, session: session.id });
+    this.ga = opts.ga;
     this.events = new EventWriter((json) => this.sendEvent(json), opts.transcriptFamily);
     this.outgoing = new OutgoingAudio(
       (packet) => this.peer.sendRtp(packet),
@@ -72,8 +77,11 @@ export class Call {
       workspaceId: session.workspaceId,
       logger: this.logger,
       clearInput: () => this.incoming.clear(),
+      clientTools: () => this.ga?.tools ?? [],
+      audioBufferEvents: opts.ga !== undefined,
+      updateSession: (s, eventId) => this.updateSession(s, eventId),
     });
-    this.incoming = new IncomingAudio(deps.recognizer, this.conversation, { hangoverMs: opts.vadHangoverMs });
+    this.incoming = new IncomingAudio(deps.recognizer, this.conversation, { hangoverMs: opts.ga?.silenceDurationMs ?? opts.vadHangoverMs });
     this.peer = new CallPeer(
       { iceServers: opts.iceServers, additionalHostAddresses: opts.additionalHostAddresses },
       {
@@ -127,10 +135,26 @@ export class Call {
     }
   }
 
+  /** session.update: a GA call applies what the offline assistant can honour (gaSession.ts) and answers
+   *  session.updated; a call of the spec's route accepts it and changes nothing (spec section 6). */
+  private updateSession(update: Record<string, unknown>, eventId: string | undefined): void {
+    if (!this.ga) return;
+    const r = mergeGaSession(this.ga, update);
+    if (!r.ok) {
+      this.events.error('invalid_event', r.message, eventId);
+      return;
+    }
+    this.ga = r.config;
+    this.incoming.setHangoverMs(r.config.silenceDurationMs);
+    this.events.emit({ type: 'session.updated', session: gaSessionObject(r.config, this.session.id) });
+  }
+
   private openChannel(): void {
     if (this.channelOpen) return;
     this.channelOpen = true;
-    this.events.emit({
+    if (this.ga) {
+      this.events.emit({ type: 'session.created', session: gaSessionObject(this.ga, this.session.id) });
+    } else this.events.emit({
       type: 'session.created',
       session: {
         id: this.session.id,

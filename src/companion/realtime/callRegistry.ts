@@ -1,6 +1,7 @@
 // The live calls of the server: starts them, enforces maxCalls, and ends the ones that never connect
 // (connectTimeoutMs) or go silent (no RTP and no data-channel message for idleTimeoutMs). One sweep timer for
 // all calls; one shared frame pacer for all outgoing tracks.
+import type { GaSessionConfig } from './gaSession.js';
 import type { Logger } from 'pino';
 import type { IceServer } from '../../protocol/session.js';
 import type { Recognizer } from '../speech/recognizer.js';
@@ -91,7 +92,7 @@ export class CallRegistry {
    *  A device holds at most one call that has not connected yet: its new offer supersedes the old one (a device
    *  retrying after its own connect timeout, or one posting offers it never completes, cannot take the slots of
    *  every other device; each offer costs a werift peer and its sockets until the 15 s connect timeout). */
-  async start(session: SessionRecord, offerSdp: string): Promise<{ call: Call; answer: string }> {
+  async start(session: SessionRecord, offerSdp: string, extra: { ga?: GaSessionConfig } = {}): Promise<{ call: Call; answer: string }> {
     const superseded = [...this.calls.values()].filter((c) => this.isPendingOf(c, session.workspaceId, session.clientId));
     await Promise.all(superseded.map((c) => c.close('superseded', 'the device posted a newer offer')));
     if (this.shuttingDown || this.calls.size >= this.opts.maxCalls) {
@@ -105,6 +106,7 @@ export class CallRegistry {
         transcriptFamily: this.opts.transcriptFamily,
         voice: this.opts.voice,
         vadHangoverMs: this.opts.vadHangoverMs,
+        ga: extra.ga,
       },
       { ...this.deps, pacer: this.pacer, speechEncoder: this.speechEncoder, onClosed: (c) => this.forget(c) },
     );
@@ -116,6 +118,11 @@ export class CallRegistry {
       await call.close('transport', 'negotiation failed');
       throw err;
     }
+  }
+
+  /** A live call by id (GA hangup). */
+  get(callId: string): Call | undefined {
+    return this.calls.get(callId);
   }
 
   stats(): RealtimeStats {

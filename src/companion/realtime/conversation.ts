@@ -6,7 +6,7 @@ import { parseClientEvent } from '../../protocol/events.js';
 import { isDeviceFunction } from '../../protocol/functions.js';
 import type { Recognition } from '../speech/recognizer.js';
 import type { Synthesizer, VoiceParams } from '../speech/synthesizer.js';
-import { ASSISTANT_TOOLS, type Brain, type FunctionRequest, type Turn } from './brain.js';
+import { ASSISTANT_TOOLS, type Brain, type FunctionRequest, type ToolDefinition, type Turn } from './brain.js';
 import { EventWriter, newId } from './eventWriter.js';
 import type { IncomingAudioHandler } from './incomingAudio.js';
 import type { OutgoingAudio } from './outgoingAudio.js';
@@ -23,6 +23,12 @@ export interface ConversationDeps {
   logger: Logger;
   /** drops the user's utterance in progress (input_audio_buffer.clear) */
   clearInput: () => void;
+  /** functions the client declared (GA session.update): called like device functions, output awaited */
+  clientTools?: () => readonly ToolDefinition[];
+  /** send output_audio_buffer.started/stopped/cleared (GA WebRTC calls) */
+  audioBufferEvents?: boolean;
+  /** session.update (GA calls apply it; the spec's calls ignore it) */
+  updateSession?: (session: Record<string, unknown>, eventId: string | undefined) => void;
 }
 
 interface PendingCall {
@@ -42,6 +48,8 @@ interface ActiveResponse {
 }
 
 const MAX_HISTORY = 20;
+/** conversation items kept for conversation.item.retrieve */
+const MAX_ITEMS = 50;
 /** audio synthesised ahead of playback */
 const LEAD_MS = 3000;
 /** text synthesised per step (sentences are joined up to this length) */
@@ -77,6 +85,7 @@ export class Conversation implements IncomingAudioHandler {
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
   private currentItemId = '';
+  private readonly items = new Map<string, Record<string, unknown>>();
 
   constructor(private readonly d: ConversationDeps) {}
 
@@ -109,13 +118,14 @@ export class Conversation implements IncomingAudioHandler {
       }
       if (this.closed) return;
       this.d.events.emit({ type: 'conversation.item.input_audio_transcription.completed', item_id: itemId, content_index: 0, transcript });
+      this.keepItem({ type: 'message', id: itemId, object: 'realtime.item', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript }] });
       // An empty result is a cough or noise: no reply, so the assistant does not chatter at the room.
       if (transcript === '' || turn !== this.turn) return this.settle();
       this.remember({ role: 'user', text: transcript });
       this.pending.clear(); // a new request supersedes unanswered function calls
       let reply;
       try {
-        reply = await this.d.brain.respond({ transcript, history: this.history, tools: ASSISTANT_TOOLS, workspaceId: this.d.workspaceId });
+        reply = await this.d.brain.respond({ transcript, history: this.history, tools: this.tools(), workspaceId: this.d.workspaceId });
       } catch (err) {
         this.d.logger.warn({ err }, 'brain failed');
         reply = { say: SORRY_TEXT };
@@ -171,6 +181,12 @@ export class Conversation implements IncomingAudioHandler {
         });
         return;
       }
+      case 'conversation.item.retrieve': {
+        const item = this.items.get(e.item_id);
+        if (item) this.d.events.emit({ type: 'conversation.item.retrieved', item: item as { id: string } });
+        else this.d.events.error('unknown_item_id', `no item "${e.item_id}" in this conversation`, e.event_id);
+        return;
+      }
       case 'response.cancel':
         if (this.active) this.stopAudio('response.cancel');
         return;
@@ -178,7 +194,8 @@ export class Conversation implements IncomingAudioHandler {
         this.d.clearInput();
         return;
       case 'session.update':
-        return; // accepted; the offline pipeline has nothing the client may reconfigure
+        this.d.updateSession?.(e.session, e.event_id);
+        return;
     }
   }
 
@@ -196,7 +213,7 @@ export class Conversation implements IncomingAudioHandler {
     };
     if (fc.name === 'stop_audio') {
       this.stopAudio('stop_audio');
-    } else if (isDeviceFunction(fc.name)) {
+    } else if (isDeviceFunction(fc.name) || this.isClientTool(fc.name)) {
       this.pending.set(item.call_id, { callId: item.call_id, call: fc });
     } else {
       this.d.logger.warn({ name: fc.name }, 'the brain asked for an unknown function; ignored');
@@ -204,10 +221,20 @@ export class Conversation implements IncomingAudioHandler {
       return;
     }
     this.d.events.emit({ type: 'response.created', response: { id: responseId, object: 'realtime.response', status: 'in_progress' } });
+    this.keepItem(item);
     this.d.events.emit({ type: 'response.output_item.done', response_id: responseId, output_index: 0, item });
     this.d.events.emit({ type: 'response.done', response: { id: responseId, object: 'realtime.response', status: 'completed', output: [item] } });
     this.remember({ role: 'assistant', text: `[${fc.name} ${item.arguments}]` });
     this.stateNow = this.pending.size > 0 ? 'awaiting_function_output' : 'listening';
+  }
+
+  private tools(): readonly ToolDefinition[] {
+    const client = this.d.clientTools?.() ?? [];
+    return client.length === 0 ? ASSISTANT_TOOLS : [...ASSISTANT_TOOLS, ...client.filter((t) => !ASSISTANT_TOOLS.some((a) => a.name === t.name))];
+  }
+
+  private isClientTool(name: string): boolean {
+    return (this.d.clientTools?.() ?? []).some((t) => t.name === name);
   }
 
   /** Speaks `text` on the outgoing track; resolves when it was played out or cut. Long text is synthesised a
@@ -223,6 +250,7 @@ export class Conversation implements IncomingAudioHandler {
     this.stateNow = 'speaking';
     ev.emit({ type: 'response.created', response: { id: r.id, object: 'realtime.response', status: 'in_progress' } });
     out.begin(r.id, this.d.synthesizer.sampleRate);
+    if (this.d.audioBufferEvents) ev.emit({ type: 'output_audio_buffer.started', response_id: r.id });
     try {
       let pos = 0; // transcript sent so far
       for (const part of speechChunks(text)) {
@@ -283,6 +311,9 @@ export class Conversation implements IncomingAudioHandler {
 
   private finishResponse(r: ActiveResponse, status: 'completed' | 'cancelled' | 'failed'): void {
     if (this.active === r) this.active = undefined;
+    if (this.d.audioBufferEvents) {
+      this.d.events.emit({ type: status === 'completed' ? 'output_audio_buffer.stopped' : 'output_audio_buffer.cleared', response_id: r.id });
+    }
     const item = {
       type: 'message' as const,
       id: r.itemId,
@@ -290,6 +321,7 @@ export class Conversation implements IncomingAudioHandler {
       status: status === 'completed' ? 'completed' : 'incomplete',
       content: [{ type: 'output_audio', transcript: r.text }],
     };
+    this.keepItem(item);
     this.d.events.emit({ type: 'response.output_item.done', response_id: r.id, output_index: 0, item });
     this.d.events.emit({ type: 'response.done', response: { id: r.id, object: 'realtime.response', status, output: [item] } });
     this.settle();
@@ -299,6 +331,11 @@ export class Conversation implements IncomingAudioHandler {
     if (this.active) this.stateNow = 'speaking';
     else if (this.pending.size > 0) this.stateNow = 'awaiting_function_output';
     else this.stateNow = 'listening';
+  }
+
+  private keepItem(item: { id: string } & Record<string, unknown>): void {
+    this.items.set(item.id, item);
+    if (this.items.size > MAX_ITEMS) this.items.delete(this.items.keys().next().value as string);
   }
 
   private remember(t: Turn): void {

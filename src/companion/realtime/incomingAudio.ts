@@ -48,6 +48,11 @@ export class IncomingAudio {
   private closed = false;
   readonly stats: IncomingAudioStats = { packets: 0, corrupt: 0, utterances: 0, recognizedAudioMs: 0, recognizeWaitMs: 0 };
 
+  /** The end-of-speech hangover (a GA session's turn_detection.silence_duration_ms). */
+  setHangoverMs(ms: number): void {
+    this.vad.hangoverMs = ms;
+  }
+
   constructor(
     private readonly recognizer: Recognizer,
     private readonly handler: IncomingAudioHandler,

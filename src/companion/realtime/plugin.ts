@@ -17,6 +17,9 @@ import { OpenAiBrain } from './openAiBrain.js';
 import { RuleBrain, type StoryCatalog } from './ruleBrain.js';
 import { checkOffer } from './sdpOffer.js';
 import { SessionRegistry } from './sessionRegistry.js';
+import { bearerToken, ClientSecretStore, DEFAULT_KEY_TTL_S, MAX_KEY_TTL_S, MIN_KEY_TTL_S, type ClientKeyGrant } from './clientSecrets.js';
+import { defaultGaSession, gaSessionObject, mergeGaSession, type GaSessionConfig } from './gaSession.js';
+import { newId } from './eventWriter.js';
 import { lowerHelperThreadsIncludingPool } from '../threads/helperThreads.js';
 
 export interface RealtimeService {
@@ -34,7 +37,9 @@ interface RecognizerExtras {
 }
 
 const SDP_BODY_LIMIT = 64 * 1024;
-const CORS_HEADERS = ['content-type', HEADER.workspaceKey, HEADER.clientId, HEADER.clientSecret, HEADER.appSource].join(', ');
+const CORS_HEADERS = ['content-type', 'authorization', HEADER.workspaceKey, HEADER.clientId, HEADER.clientSecret, HEADER.appSource].join(', ');
+/** GA call routes authenticate with a client key (Authorization: Bearer ek_...) or, for devices, their headers. */
+const GA_CALLS_PATH = /^\/v1\/realtime\/calls(\/|\?|$)/;
 const MODALITIES: readonly Modality[] = ['text', 'audio'];
 
 function isLoopbackHost(host: string): boolean {
@@ -47,6 +52,22 @@ function mediaType(req: FastifyRequest): string {
 
 function sendError(reply: FastifyReply, code: RealtimeErrorCode, message: string): FastifyReply {
   return reply.code(REALTIME_ERRORS[code].status).type('application/json').send(realtimeErrorBody(code, message));
+}
+
+/** An optional JSON object body (empty = {}), for client_secrets. */
+function jsonBody(req: FastifyRequest): { ok: true; value: Record<string, unknown> } | { ok: false; code: RealtimeErrorCode; message: string } {
+  const type = mediaType(req);
+  const raw = typeof req.body === 'string' ? req.body : '';
+  if (raw.trim() === '') return { ok: true, value: {} };
+  if (type !== 'application/json') return { ok: false, code: 'unsupported_content_type', message: `Content-Type must be application/json, got "${type || 'none'}"` };
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return { ok: false, code: 'invalid_json', message: 'the body is not valid JSON' };
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { ok: false, code: 'invalid_json', message: 'the body must be a JSON object' };
+  return { ok: true, value: v as Record<string, unknown> };
 }
 
 export function createBrain(ctx: CompanionContext): Brain {
@@ -86,6 +107,9 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
     { recognizer: ctx.speech.recognizer, synthesizer: ctx.speech.synthesizer, brain: createBrain(ctx), logger },
   );
   const devices = new WeakMap<FastifyRequest, AuthenticatedDevice>();
+  const grants = new WeakMap<FastifyRequest, ClientKeyGrant>();
+  const clientKeys = new ClientSecretStore();
+  const gaDefaults = defaultGaSession({ silenceDurationMs: rt.vadHangoverMs, voice: rt.voice.language });
   const recognizer = ctx.speech.recognizer as typeof ctx.speech.recognizer & RecognizerExtras;
   // Load the recogniser's models now, not on the first call's first utterance (seconds of work).
   void recognizer.warmUp?.().catch((err: unknown) => logger.warn({ err }, 'recognizer warm-up failed'));
@@ -109,7 +133,7 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
 
     app.setErrorHandler((err: Error & { code?: string; statusCode?: number }, req, reply) => {
       if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-        return sendError(reply, req.url.startsWith('/v1/realtime/sessions') ? 'invalid_json' : 'invalid_sdp', `the body is larger than ${SDP_BODY_LIMIT} bytes`);
+        return sendError(reply, req.url.startsWith('/v1/realtime/sessions') || req.url.startsWith('/v1/realtime/client_secrets') ? 'invalid_json' : 'invalid_sdp', `the body is larger than ${SDP_BODY_LIMIT} bytes`);
       }
       if (err.statusCode && err.statusCode < 500) {
         return sendError(reply, 'invalid_json', err.message);
@@ -126,16 +150,44 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
         return reply
           .code(204)
           .header('access-control-allow-methods', 'POST, OPTIONS')
-          .header('access-control-allow-headers', CORS_HEADERS)
+          .header('access-control-expose-headers', 'location')
+          // stock clients add their own headers (X-OpenAI-Agents-SDK): allow what the preflight asks for;
+          // credentials travel in headers, never cookies, so this grants a page nothing it did not already hold
+          .header('access-control-allow-headers', String(req.headers['access-control-request-headers'] ?? CORS_HEADERS))
           .header('access-control-max-age', '600')
           .send();
       }
     });
     app.options('/v1/realtime/sessions', async () => undefined);
     app.options('/v1/realtime', async () => undefined);
+    app.options('/v1/realtime/client_secrets', async () => undefined);
+    app.options('/v1/realtime/calls', async () => undefined);
+    app.options('/v1/realtime/calls/:callId/hangup', async () => undefined);
+    // a browser reads the call id from Location
+    app.addHook('onSend', async (_req, reply) => {
+      reply.header('access-control-expose-headers', 'location');
+    });
 
     // Authentication before the body is read: an unauthenticated client never gets its SDP parsed.
     app.addHook('onRequest', async (req, reply) => {
+      if (GA_CALLS_PATH.test(req.url)) {
+        const key = bearerToken(req.headers.authorization);
+        if (key !== undefined || req.headers[HEADER.clientId] === undefined) {
+          const grant = key === undefined ? undefined : clientKeys.resolve(key);
+          if (!grant) {
+            return sendError(
+              reply,
+              'invalid_api_key',
+              key === undefined
+                ? 'this route needs "Authorization: Bearer <client key>" (POST /v1/realtime/client_secrets mints one) or device headers'
+                : 'the client key is unknown or expired',
+            );
+          }
+          devices.set(req, { workspaceId: grant.workspaceId, clientId: grant.clientId, enrolledNow: false });
+          grants.set(req, grant);
+          return;
+        }
+      }
       const r = ctx.auth.authenticate(req.headers);
       if (!r.ok) return sendError(reply, r.code, r.message);
       devices.set(req, r.device);
@@ -173,6 +225,86 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
         iceServers: rt.iceServers,
         expires_at: Math.floor(s.expiresAt / 1000),
       });
+    });
+
+    // ---- the GA WebRTC routes of the widely used realtime protocol, beside the spec's (README "GA routes") ----
+
+    app.post('/v1/realtime/client_secrets', async (req, reply) => {
+      const device = devices.get(req)!;
+      const body = jsonBody(req);
+      if (!body.ok) return sendError(reply, body.code, body.message);
+      const b = body.value;
+      let ttl = DEFAULT_KEY_TTL_S;
+      if (b.expires_after !== undefined) {
+        const e = b.expires_after as { anchor?: unknown; seconds?: unknown } | null;
+        const sec = e?.seconds;
+        if (typeof e !== 'object' || e === null || (e.anchor !== undefined && e.anchor !== 'created_at') || typeof sec !== 'number' || !Number.isInteger(sec) || sec < MIN_KEY_TTL_S || sec > MAX_KEY_TTL_S) {
+          return sendError(reply, 'invalid_session', `expires_after must be {"anchor":"created_at","seconds":${MIN_KEY_TTL_S}..${MAX_KEY_TTL_S}}`);
+        }
+        ttl = sec;
+      }
+      const merged = b.session === undefined ? { ok: true as const, config: gaDefaults } : mergeGaSession(gaDefaults, b.session);
+      if (!merged.ok) return sendError(reply, 'invalid_session', merged.message);
+      const key = clientKeys.mint({ workspaceId: device.workspaceId, clientId: device.clientId, session: merged.config }, ttl);
+      logger.info({ client: device.clientId, ttl }, 'client key minted');
+      return reply.code(200).send({ value: key.value, expires_at: Math.floor(key.expiresAt / 1000), session: gaSessionObject(merged.config, newId('sess')) });
+    });
+
+    app.post('/v1/realtime/calls', async (req, reply) => {
+      const device = devices.get(req)!;
+      const type = mediaType(req);
+      const raw = typeof req.body === 'string' ? req.body : '';
+      let sdp: unknown = raw;
+      let config: GaSessionConfig = grants.get(req)?.session ?? gaDefaults;
+      if (type === 'multipart/form-data') {
+        let form: FormData;
+        try {
+          form = await new Response(raw, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
+        } catch {
+          return sendError(reply, 'invalid_sdp', 'the multipart body cannot be read');
+        }
+        sdp = form.get('sdp');
+        const part = form.get('session');
+        if (part !== null) {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(typeof part === 'string' ? part : await part.text());
+          } catch {
+            return sendError(reply, 'invalid_session', 'the "session" part is not JSON');
+          }
+          const merged = mergeGaSession(config, parsed);
+          if (!merged.ok) return sendError(reply, 'invalid_session', merged.message);
+          config = merged.config;
+        }
+        if (sdp !== null && typeof sdp !== 'string') sdp = await (sdp as Blob).text();
+      } else if (type !== 'application/sdp') {
+        return sendError(reply, 'unsupported_content_type', `Content-Type must be application/sdp or multipart/form-data, got "${type || 'none'}"`);
+      }
+      const offer = checkOffer(sdp ?? '');
+      if (!offer.ok) return sendError(reply, offer.code, offer.message);
+      if (!calls.hasRoomFor(device.workspaceId, device.clientId)) return sendError(reply, 'too_many_calls', `the server holds its maximum of ${rt.maxCalls} calls`);
+      const session = sessions.claim(device.workspaceId, device.clientId);
+      syncStoryNames(device.workspaceId);
+      try {
+        const { call, answer } = await calls.start(session, offer.sdp, { ga: config });
+        logger.info({ call: call.id, session: session.id, tools: config.tools.length }, 'GA call answered');
+        return reply.code(201).header('location', `/v1/realtime/calls/${call.id}`).type('application/sdp').send(answer);
+      } catch (err) {
+        if (err instanceof CallPeerError) return sendError(reply, err.code, err.message);
+        if (err instanceof CallLimitError) return sendError(reply, 'too_many_calls', err.message);
+        throw err;
+      }
+    });
+
+    app.post('/v1/realtime/calls/:callId/hangup', async (req, reply) => {
+      const device = devices.get(req)!;
+      const { callId } = req.params as { callId: string };
+      const call = calls.get(callId);
+      if (!call || call.session.clientId !== device.clientId || call.session.workspaceId !== device.workspaceId) {
+        return sendError(reply, 'call_not_found', `no call "${callId}" of this device`);
+      }
+      await call.close('hangup');
+      return reply.code(200).send({});
     });
 
     app.post('/v1/realtime', async (req, reply) => {

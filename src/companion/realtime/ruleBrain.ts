@@ -2,7 +2,7 @@
 // these phrasings reliable), each answered briefly; anything else gets a short honest answer.
 import type { FunctionOutput } from '../../protocol/functions.js';
 import { spokenNumberToInt } from '../speech/commandGrammar.js';
-import type { Brain, BrainInput, BrainReply, FunctionResultInput } from './brain.js';
+import { ASSISTANT_TOOLS, type Brain, type BrainInput, type BrainReply, type FunctionResultInput } from './brain.js';
 
 export interface StoryInfo {
   name: string;
@@ -30,6 +30,38 @@ function clockText(now: Date): string {
 
 function listNames(names: string[]): string {
   return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
+const isAssistantTool = (name: string): boolean => ASSISTANT_TOOLS.some((t) => t.name === name);
+
+/** Words that say nothing about which tool is meant ("get_weather" is named by "weather"). */
+const GENERIC_WORDS = new Set(['get', 'set', 'fetch', 'show', 'make', 'list', 'find', 'read', 'tool', 'the', 'for', 'and']);
+
+/** A client-declared tool is called when the user says the words of its name: every word of three letters or
+ *  more that is not generic (get_current_weather -> "current" and "weather"). The rule brain has no language
+ *  model: this is what "the assistant can call client tools" means offline; an LLM brain gets the tools as such. */
+export function namesTool(normalisedTranscript: string, toolName: string): boolean {
+  const words = toolName.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length >= 3 && !GENERIC_WORDS.has(w));
+  return words.length > 0 && words.every((w) => new RegExp(`\\b${w}s?\\b`).test(normalisedTranscript));
+}
+
+/** What to say after a client tool's output: its text, or a JSON string / message / result field of it. */
+export function clientToolReply(output: string): string {
+  let text = output.trim();
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (typeof v === 'string') text = v;
+    else if (v && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      const pick = [o.message, o.result, o.text, o.answer].find((x) => typeof x === 'string');
+      text = typeof pick === 'string' ? pick : 'Done.';
+    }
+  } catch {
+    /* plain text */
+  }
+  text = text.replace(/\s+/g, ' ').trim();
+  if (text === '') return 'Done.';
+  return text.length > 300 ? `${text.slice(0, 300)}...` : text;
 }
 
 export class RuleBrain implements Brain {
@@ -76,10 +108,13 @@ export class RuleBrain implements Brain {
     if (/\b(what time|the time|what's the time)\b/.test(t)) return { say: clockText(this.clock()) };
     if (/\b(hello|hi|hey|good (morning|afternoon|evening))\b/.test(t)) return { say: 'Hello! How can I help?' };
     if (/\b(help|what can you do)\b/.test(t)) return { say: HELP_TEXT };
+    const clientTool = input.tools.find((tool) => !isAssistantTool(tool.name) && namesTool(t, tool.name));
+    if (clientTool) return { functionCall: { name: clientTool.name, arguments: {} } };
     return { say: FALLBACK_TEXT };
   }
 
   async afterFunction(input: FunctionResultInput): Promise<{ say: string }> {
+    if (!isAssistantTool(input.call.name)) return { say: clientToolReply(input.output) };
     let out: FunctionOutput | undefined;
     try {
       const v = JSON.parse(input.output) as FunctionOutput;

@@ -29,7 +29,8 @@ const SNR_DB = 10;
 
 export class VoiceActivityDetector {
   private readonly sampleRate: number;
-  private readonly hangoverMs: number;
+  /** ms of silence that end speech; a call's session may change it (turn_detection.silence_duration_ms) */
+  hangoverMs: number;
   private readonly minSpeechMs: number;
   private readonly minLevel: number;
   private readonly decim: number;
