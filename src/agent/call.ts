@@ -120,6 +120,8 @@ export class Call {
       throw toAgentError(err, 'call_failed');
     }
     if (this.closed) throw new AgentError('call_failed', 'the call was closed while connecting');
+    // GA calls have no session resource: the call id of the answer's Location names the call instead
+    if (this.o.client.protocol === 'openai-realtime' && this.o.client.lastCallId) this.sessionId = this.o.client.lastCallId;
     this.up = true;
     this.watchdog.start();
   }

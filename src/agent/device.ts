@@ -15,6 +15,8 @@ import type { WebrtcTransportOptions } from './transport/webrtcTransport.js';
 export function serviceClient(s: Settings, identity: Pick<Identity, 'clientId' | 'clientSecret'>): ServiceClient {
   return new ServiceClient({
     baseUrl: s.server.url,
+    protocol: s.server.protocol,
+    tokenUrl: s.server.tokenUrl,
     credentials: { workspaceKey: s.server.workspaceKey, clientId: identity.clientId, clientSecret: identity.clientSecret, appSource: s.server.appSource },
     timeoutMs: s.server.requestTimeoutMs,
   });

@@ -12,10 +12,21 @@ import { CLIENT_REJECTED_CODES, parseRestErrorBody } from '../protocol/restError
 import { parseRealtimeSession, type Modality, type RealtimeSession } from '../protocol/session.js';
 import { AgentError } from './errors.js';
 
+/** Which realtime interface the service speaks (settings server.protocol):
+ *  - 'spec': the Voice Assistant Service's routes (POST /v1/realtime/sessions, POST /v1/realtime), device headers;
+ *  - 'openai-realtime': the GA WebRTC interface of the widely used realtime protocol: a short-lived client key
+ *    from a token endpoint (which gets the device headers: the companion's /v1/realtime/client_secrets, or a
+ *    maker's own), then the offer to {url}/v1/realtime/calls with only "Authorization: Bearer <key>" (the device's
+ *    secret never goes to the realtime service itself). */
+export type RealtimeProtocol = 'spec' | 'openai-realtime';
+
 export interface ServiceClientOptions {
   baseUrl: string;
   credentials: DeviceCredentials;
   timeoutMs?: number;
+  protocol?: RealtimeProtocol;
+  /** openai-realtime: where client keys come from (default {baseUrl}/v1/realtime/client_secrets) */
+  tokenUrl?: string;
 }
 
 export interface AppResponse {
@@ -39,15 +50,29 @@ export class ServiceClient {
   private readonly base: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
+  readonly protocol: RealtimeProtocol;
+  private readonly tokenUrl: string;
+  /** openai-realtime: the client key of the call being set up (never logged) */
+  private clientKey: string | undefined;
+  /** openai-realtime: the call id the service named in Location (status shows it) */
+  lastCallId: string | undefined;
 
   constructor(o: ServiceClientOptions) {
     this.base = o.baseUrl.replace(/\/+$/, '');
     this.headers = deviceHeaders(o.credentials);
     this.timeoutMs = o.timeoutMs ?? 10_000;
+    this.protocol = o.protocol ?? 'spec';
+    this.tokenUrl = o.tokenUrl ?? `${this.base}/v1/realtime/client_secrets`;
   }
 
-  /** POST /v1/realtime/sessions -> {id, iceServers} */
+  /** spec: POST /v1/realtime/sessions -> {id, iceServers}. openai-realtime: a fresh client key from the token
+   *  endpoint (the GA interface has no session resource; ICE servers are not handed out: the service's answer
+   *  carries its candidates). */
   async createSession(modalities: Modality[] = ['text', 'audio']): Promise<RealtimeSession> {
+    if (this.protocol === 'openai-realtime') {
+      this.clientKey = await this.fetchClientKey();
+      return { id: 'ga', iceServers: [] };
+    }
     const res = await this.send('/v1/realtime/sessions', 'POST', 'application/json', JSON.stringify({ modalities }));
     const text = res.text();
     if (!res.ok) throw realtimeError(res.status, text, 'session request');
@@ -64,11 +89,37 @@ export class ServiceClient {
 
   /** POST /v1/realtime with the SDP offer (application/sdp) -> the SDP answer */
   async exchangeSdp(offerSdp: string): Promise<string> {
-    const res = await this.send('/v1/realtime', 'POST', 'application/sdp', offerSdp);
+    const ga = this.protocol === 'openai-realtime';
+    if (ga && !this.clientKey) this.clientKey = await this.fetchClientKey();
+    const res = ga
+      ? await this.send('/v1/realtime/calls', 'POST', 'application/sdp', offerSdp, { authorization: `Bearer ${this.clientKey}` })
+      : await this.send('/v1/realtime', 'POST', 'application/sdp', offerSdp);
+    // a key opens one call: the next call (a reconnect) mints a new one
+    this.clientKey = undefined;
+    if (ga) this.lastCallId = String(res.headers.location ?? '').split('/').filter(Boolean).pop() || undefined;
     const text = res.text();
     if (!res.ok) throw realtimeError(res.status, text, 'SDP exchange');
     if (!text.startsWith('v=')) throw new AgentError('protocol', 'the SDP answer is not SDP', { status: res.status });
     return text;
+  }
+
+  /** POST the token endpoint with the device headers -> {value} (or the older {client_secret: {value}}). */
+  private async fetchClientKey(): Promise<string> {
+    const url = new URL(this.tokenUrl);
+    const res = await this.send(url.href, 'POST', 'application/json', '{}');
+    const text = res.text();
+    if (!res.ok) throw realtimeError(res.status, text, 'client key request');
+    let v: { value?: unknown; client_secret?: { value?: unknown } } | undefined;
+    try {
+      v = JSON.parse(text) as typeof v;
+    } catch (err) {
+      throw new AgentError('protocol', 'the client key answer is not JSON', { status: res.status, cause: err });
+    }
+    const key = v?.value ?? v?.client_secret?.value;
+    if (typeof key !== 'string' || key.length < 8 || /\s/.test(key)) {
+      throw new AgentError('protocol', `the token endpoint (${url.origin}${url.pathname}) answered no client key ("value")`, { status: res.status });
+    }
+    return key;
   }
 
   /**
@@ -93,11 +144,13 @@ export class ServiceClient {
   }
 
   /** One request, body included, within timeoutMs (a plain timer, cleared at once: no timer outlives it). */
-  private send(path: string, method: string, contentType: string | undefined, body: string | undefined): Promise<Answer> {
-    const headers: Record<string, string> = { ...this.headers };
+  /** `path` under the base URL, or an absolute URL (the token endpoint); `authorization` replaces the device
+   *  headers (GA calls: the realtime service gets the client key only). */
+  private send(path: string, method: string, contentType: string | undefined, body: string | undefined, authorization?: { authorization: string }): Promise<Answer> {
+    const headers: Record<string, string> = authorization ? { ...authorization } : { ...this.headers };
     if (contentType) headers['content-type'] = contentType;
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const url = new URL(this.base + path);
+    const url = new URL(/^https?:\/\//.test(path) ? path : this.base + path);
     const fail = (why: string, cause?: unknown) =>
       new AgentError('network', `cannot reach ${this.base} (${method} ${path}): ${why}`, { cause });
     return new Promise<Answer>((resolve, reject) => {

@@ -21,6 +21,12 @@ export const SettingsSchema = z.object({
     workspaceKey: withEnv(z._default(z.string(), ''), 'SPEAKER_AGENT_WORKSPACE_KEY', 'workspace API key (X-Workspace-Key)'),
     /** optional analytics label (X-App-Source) */
     appSource: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_APP_SOURCE', 'analytics label (X-App-Source)'),
+    /** spec: the Voice Assistant Service's realtime routes; openai-realtime: the GA WebRTC interface
+     *  (POST /v1/realtime/calls with a client key from tokenUrl) of the widely used realtime protocol */
+    protocol: withEnv(z._default(z.enum(['spec', 'openai-realtime']), 'spec'), 'SPEAKER_AGENT_SERVER_PROTOCOL', 'spec or openai-realtime'),
+    /** openai-realtime: the endpoint that mints client keys for this device (gets the device headers);
+     *  default {url}/v1/realtime/client_secrets (the companion's) */
+    tokenUrl: withEnv(z.optional(z.url({ protocol: /^https?$/ })), 'SPEAKER_AGENT_TOKEN_URL', 'openai-realtime: client key endpoint (default {server.url}/v1/realtime/client_secrets)'),
     /** per-request timeout for the HTTP routes */
     requestTimeoutMs: z._default(z.coercedInt(100, 120_000), 10_000),
   }), {}),
