@@ -84,6 +84,21 @@ export const CompanionSettingsSchema = z.object({
         z.object({ language: z._default(z.nonEmpty(), 'en-us'), variant: z.optional(z.string()), rate: z.optional(z.coercedInt(80, 450)) }),
         {},
       ),
+      /** Gateway: with a url, every device call (spec or GA route) is forwarded to an upstream realtime service
+       *  of the widely used protocol (its GA WebRTC interface); the API key stays here, never on the device. */
+      upstream: z.prefault(
+        z.object({
+          url: withEnv(z.optional(z.url({ protocol: /^https?$/ })), 'SPEAKER_AGENT_COMPANION_UPSTREAM_URL', 'gateway: base URL of an upstream realtime service (e.g. https://api.openai.com)'),
+          /** name of the environment variable holding the upstream API key (the key itself is never in settings) */
+          apiKeyEnv: withEnv(z._default(z.nonEmpty(), 'OPENAI_API_KEY'), 'SPEAKER_AGENT_COMPANION_UPSTREAM_API_KEY_ENV', 'gateway: name of the variable holding the upstream API key'),
+          model: withEnv(z._default(z.nonEmpty(), 'gpt-realtime'), 'SPEAKER_AGENT_COMPANION_UPSTREAM_MODEL', 'gateway: upstream model'),
+          instructions: z._default(z.string(), 'You are the voice of a smart speaker in a home. Answer briefly. Use the tools to change the speaker volume.'),
+          voice: z.optional(z.nonEmpty()),
+          /** per request to the upstream (mint + SDP) */
+          timeoutMs: z._default(z.coercedInt(1_000, 60_000), 10_000),
+        }),
+        {},
+      ),
       brain: z.prefault(
         z.object({
           /** rules: offline intent rules; openai: an OpenAI-compatible chat endpoint */

@@ -4,6 +4,13 @@
 // shape), one Opus track each way and the 'oai-events' data channel. It sends audio continuously (silence
 // frames unless told to play a tone), as the companion server does.
 //
+// STAND-IN UPSTREAM (option `upstream`): instead of the spec's routes it answers the GA WebRTC interface of the
+// widely used realtime protocol, as its public documentation describes it (there is no internet here):
+// POST /v1/realtime/client_secrets with "Authorization: Bearer <API key>" -> {value: "ek_...", expires_at,
+// session}; POST /v1/realtime/calls with "Bearer ek_..." and application/sdp -> 201, Location
+// /v1/realtime/calls/rtc_..., the answer; on the data channel a session.created without an id. The companion's
+// gateway is tested against it.
+//
 // Two ways to use it:
 //  - TestAssistantPeer: in-process.
 //  - TestAssistantPeerProcess: the same peer in a child process (testAssistantPeerMain.ts), so a test can kill
@@ -47,6 +54,8 @@ export interface TestPeerOptions {
   /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink);
    *  its receiver then reports that loss in its RTCP receiver reports, as a real service would */
   inboundLossPercent?: number;
+  /** act as the stand-in upstream (see the top) with this API key */
+  upstream?: { apiKey: string };
 }
 
 export interface PeerRequestLog {
@@ -58,6 +67,8 @@ export interface PeerRequestLog {
   /** whether X-Client-Secret was present (the secret itself is not kept) */
   hadSecret: boolean;
   appSource?: string;
+  /** stand-in upstream: which credential the request carried (never the credential itself) */
+  authorization?: 'api_key' | 'client_key' | 'other' | 'none';
 }
 
 const FRAME = 960;
@@ -140,6 +151,8 @@ export class TestAssistantPeer {
   private server: http.Server | undefined;
   private readonly calls: PeerCall[] = [];
   private readonly enrolled = new Map<string, string>();
+  /** stand-in upstream: client keys minted, with the session they were minted for */
+  readonly minted = new Map<string, Record<string, unknown>>();
   readonly requests: PeerRequestLog[] = [];
   private pacer: NodeJS.Timeout | undefined;
   port = 0;
@@ -241,6 +254,7 @@ export class TestAssistantPeer {
     };
     this.requests.push(log);
     if (this.requests.length > 1000) this.requests.splice(0, 500);
+    if (this.opts.upstream) return this.handleUpstream(req, res, url, body, log);
     try {
       if (req.method !== 'POST' || (url.pathname !== '/v1/realtime/sessions' && url.pathname !== '/v1/realtime')) {
         log.status = 404;
@@ -296,7 +310,44 @@ export class TestAssistantPeer {
     }
   }
 
-  private async answer(offer: string): Promise<string> {
+  private async handleUpstream(req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: string, log: PeerRequestLog): Promise<void> {
+    const bearer = /^Bearer (\S+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
+    log.authorization = bearer === undefined ? 'none' : bearer === this.opts.upstream!.apiKey ? 'api_key' : this.minted.has(bearer) ? 'client_key' : 'other';
+    const error = (status: number, code: string, message: string) => {
+      log.status = status;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message, type: 'invalid_request_error', code, param: null } }));
+    };
+    try {
+      if (req.method === 'POST' && url.pathname === '/v1/realtime/client_secrets') {
+        if (log.authorization !== 'api_key') return error(401, 'invalid_api_key', 'Incorrect API key provided.');
+        let session: Record<string, unknown> = {};
+        try {
+          session = ((JSON.parse(body) as { session?: Record<string, unknown> }).session ?? {}) as Record<string, unknown>;
+        } catch {
+          return error(400, 'invalid_json', 'We could not parse the JSON body of your request.');
+        }
+        const value = `ek_${randomUUID().replace(/-/g, '')}`;
+        this.minted.set(value, session);
+        log.status = 200;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ value, expires_at: Math.floor(Date.now() / 1000) + 600, session: { type: 'realtime', ...session } }));
+        return;
+      }
+      if (req.method === 'POST' && url.pathname === '/v1/realtime/calls') {
+        if (log.authorization !== 'client_key' && log.authorization !== 'api_key') return error(401, 'invalid_api_key', 'Incorrect API key provided.');
+        if (!log.contentType.startsWith('application/sdp') || !body.startsWith('v=')) return error(400, 'invalid_offer', 'Expected an SDP offer.');
+        const session = bearer ? this.minted.get(bearer) : undefined;
+        const answer = await this.answer(body, session ?? {});
+        log.status = 201;
+        res.writeHead(201, { 'content-type': 'application/sdp', location: `/v1/realtime/calls/${this.calls.at(-1)!.id}` }).end(answer);
+        return;
+      }
+      error(404, 'not_found', 'Invalid URL');
+    } catch (err) {
+      if (!res.headersSent) error(500, 'server_error', (err as Error).message);
+    }
+  }
+
+  private async answer(offer: string, gaSession?: Record<string, unknown>): Promise<string> {
     const pc = new RTCPeerConnection({
       iceServers: [],
       iceAdditionalHostAddresses: ['127.0.0.1'],
@@ -323,6 +374,8 @@ export class TestAssistantPeer {
         this.onEvent?.(raw, call.id);
       });
       dc.stateChanged.subscribe((s) => {
+        // the GA interface names no session id: session.created carries the session config only
+        if (s === 'open' && gaSession) dc.send(JSON.stringify({ type: 'session.created', event_id: `event_${randomUUID()}`, session: { type: 'realtime', object: 'realtime.session', ...gaSession } }));
         if (s === 'open') this.onCall?.(call.id);
         // The device closing its call aborts SCTP: the data channel closes while ICE/DTLS still look connected.
         if (s === 'closed') call.closed = true;
@@ -344,6 +397,15 @@ type FromChild =
   | { t: 'event'; raw: string; callId: string }
   | { t: 'call'; callId: string }
   | { t: 'reply'; id: number; value: unknown };
+
+export interface PeerStats {
+  activeCalls: number;
+  packetsIn: number;
+  packetsOut: number;
+  requests: PeerRequestLog[];
+  /** stand-in upstream: the sessions client keys were minted for, newest last */
+  minted: Record<string, unknown>[];
+}
 
 /** Controls a TestAssistantPeer running in its own process (test/support/testAssistantPeerMain.ts). */
 export class TestAssistantPeerProcess {
@@ -450,8 +512,8 @@ export class TestAssistantPeerProcess {
     return new Int16Array(buf.buffer, buf.byteOffset, buf.length / 2);
   }
 
-  stats(): Promise<{ activeCalls: number; packetsIn: number; packetsOut: number; requests: PeerRequestLog[] }> {
-    return this.request('stats') as Promise<{ activeCalls: number; packetsIn: number; packetsOut: number; requests: PeerRequestLog[] }>;
+  stats(): Promise<PeerStats> {
+    return this.request('stats') as Promise<PeerStats>;
   }
 
   /** Resolves when pred() holds (checked on every message from the child), or rejects after timeoutMs. */

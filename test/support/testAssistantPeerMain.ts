@@ -31,6 +31,7 @@ process.on('message', async (m: { id: number; cmd: string; arg?: unknown }) => {
         packetsIn: peer.latestCall?.packetsIn ?? 0,
         packetsOut: peer.latestCall?.packetsOut ?? 0,
         requests: peer.requests.slice(-50),
+        minted: [...peer.minted.values()].slice(-20),
       };
       break;
     case 'stop':

@@ -20,6 +20,7 @@ import { SessionRegistry } from './sessionRegistry.js';
 import { bearerToken, ClientSecretStore, DEFAULT_KEY_TTL_S, MAX_KEY_TTL_S, MIN_KEY_TTL_S, type ClientKeyGrant } from './clientSecrets.js';
 import { defaultGaSession, gaSessionObject, mergeGaSession, type GaSessionConfig } from './gaSession.js';
 import { newId } from './eventWriter.js';
+import { UpstreamError, UpstreamGateway } from './upstreamGateway.js';
 import { lowerHelperThreadsIncludingPool } from '../threads/helperThreads.js';
 
 export interface RealtimeService {
@@ -70,6 +71,19 @@ function jsonBody(req: FastifyRequest): { ok: true; value: Record<string, unknow
   return { ok: true, value: v as Record<string, unknown> };
 }
 
+/** The upstream gateway when realtime.upstream.url is set ('no_key' when its key variable is empty). */
+function createGateway(ctx: CompanionContext, logger: CompanionContext['logger']): UpstreamGateway | 'no_key' | undefined {
+  const u = ctx.settings.realtime.upstream;
+  if (!u.url) return undefined;
+  const apiKey = process.env[u.apiKeyEnv];
+  if (!apiKey) {
+    logger.error({ variable: u.apiKeyEnv }, 'realtime.upstream is set but its API key variable is empty: device calls will be refused');
+    return 'no_key';
+  }
+  logger.info({ upstream: new URL(u.url).origin, model: u.model }, 'gateway mode: device calls go to the upstream');
+  return new UpstreamGateway({ url: u.url, apiKey, model: u.model, instructions: u.instructions, voice: u.voice, timeoutMs: u.timeoutMs });
+}
+
 export function createBrain(ctx: CompanionContext): Brain {
   const b = ctx.settings.realtime.brain;
   if (b.kind === 'openai') {
@@ -109,6 +123,7 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
   const devices = new WeakMap<FastifyRequest, AuthenticatedDevice>();
   const grants = new WeakMap<FastifyRequest, ClientKeyGrant>();
   const clientKeys = new ClientSecretStore();
+  const gateway = createGateway(ctx, logger);
   const gaDefaults = defaultGaSession({ silenceDurationMs: rt.vadHangoverMs, voice: rt.voice.language });
   const recognizer = ctx.speech.recognizer as typeof ctx.speech.recognizer & RecognizerExtras;
   // Load the recogniser's models now, not on the first call's first utterance (seconds of work).
@@ -124,6 +139,19 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
     if (key === grammarStories) return;
     grammarStories = key;
     recognizer.setStoryNames(names);
+  };
+
+  const forward = async (gw: UpstreamGateway | 'no_key', sdp: string, clientId: string): Promise<{ ok: true; answer: string; callId: string } | { ok: false; message: string }> => {
+    if (gw === 'no_key') return { ok: false, message: `the upstream API key variable ${rt.upstream.apiKeyEnv} is not set on the companion` };
+    try {
+      const r = await gw.answer(sdp);
+      logger.info({ client: clientId, upstreamCall: r.upstreamCallId }, 'call forwarded to the upstream');
+      return { ok: true, answer: r.answer, callId: r.upstreamCallId ?? newId('call') };
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      logger.warn({ client: clientId, reason: err.message }, 'upstream refused or unreachable');
+      return { ok: false, message: err.message };
+    }
   };
 
   const plugin: FastifyPluginAsync = async (app) => {
@@ -282,6 +310,11 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
       }
       const offer = checkOffer(sdp ?? '');
       if (!offer.ok) return sendError(reply, offer.code, offer.message);
+      if (gateway) {
+        const forwarded = await forward(gateway, offer.sdp, device.clientId);
+        if (!forwarded.ok) return sendError(reply, 'upstream_unavailable', forwarded.message);
+        return reply.code(201).header('location', `/v1/realtime/calls/${forwarded.callId}`).type('application/sdp').send(forwarded.answer);
+      }
       if (!calls.hasRoomFor(device.workspaceId, device.clientId)) return sendError(reply, 'too_many_calls', `the server holds its maximum of ${rt.maxCalls} calls`);
       const session = sessions.claim(device.workspaceId, device.clientId);
       syncStoryNames(device.workspaceId);
@@ -315,6 +348,11 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
       }
       const offer = checkOffer(req.body);
       if (!offer.ok) return sendError(reply, offer.code, offer.message);
+      if (gateway) {
+        const forwarded = await forward(gateway, offer.sdp, device.clientId);
+        if (!forwarded.ok) return sendError(reply, 'upstream_unavailable', forwarded.message);
+        return reply.code(200).type('application/sdp').send(forwarded.answer);
+      }
       if (!calls.hasRoomFor(device.workspaceId, device.clientId)) return sendError(reply, 'too_many_calls', `the server holds its maximum of ${rt.maxCalls} calls`);
       const session = sessions.claim(device.workspaceId, device.clientId);
       syncStoryNames(device.workspaceId);
