@@ -8,7 +8,10 @@ import type { CompanionContext } from '../context.js';
 import type { Db } from '../db/database.js';
 import { listSluggedStories } from '../db/stories.js';
 import { REALTIME_ERRORS, realtimeErrorBody, type RealtimeErrorCode } from '../../protocol/realtimeErrors.js';
-import { HEADER } from '../../protocol/headers.js';
+import { HEADER, isUuid } from '../../protocol/headers.js';
+import { randomUUID } from 'node:crypto';
+import { sha256Hex } from '../auth/secrets.js';
+import { findWorkspaceByKeyHash } from '../db/workspaces.js';
 import type { Modality } from '../../protocol/session.js';
 import type { Brain } from './brain.js';
 import { CallLimitError, CallRegistry, type RealtimeStats } from './callRegistry.js';
@@ -213,6 +216,20 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
           }
           devices.set(req, { workspaceId: grant.workspaceId, clientId: grant.clientId, enrolledNow: false });
           grants.set(req, grant);
+          return;
+        }
+      }
+      // client_secrets for a web server that holds the workspace key but no device: "Authorization: Bearer <workspace
+      // key>" (an admin key of that workspace). The minted key is bound to the workspace and to the X-Client-Id
+      // given (a UUID), or to a fresh id per key: such a client is never enrolled, it only makes calls.
+      if (req.url.startsWith('/v1/realtime/client_secrets') && req.headers[HEADER.workspaceKey] === undefined) {
+        const adminKey = bearerToken(req.headers.authorization);
+        if (adminKey !== undefined) {
+          const ws = findWorkspaceByKeyHash(ctx.db, sha256Hex(adminKey));
+          if (!ws) return sendError(reply, 'invalid_workspace_key', 'the Bearer key is no workspace key');
+          const given = req.headers[HEADER.clientId];
+          if (given !== undefined && (typeof given !== 'string' || !isUuid(given))) return sendError(reply, 'invalid_client_id', 'X-Client-Id must be a UUID');
+          devices.set(req, { workspaceId: ws.id, clientId: typeof given === 'string' ? given : randomUUID(), enrolledNow: false });
           return;
         }
       }

@@ -41,6 +41,17 @@ describe('GA realtime routes', () => {
     expect(r.json.session).toMatchObject({ type: 'realtime', instructions: 'Be brief.', tools: [{ name: 'get_weather', type: 'function' }] });
   });
 
+  it('client_secrets with the workspace key as an admin Bearer key (a web server without a device)', async () => {
+    const res = await fetch(`${srv.url}/v1/realtime/client_secrets`, { method: 'POST', headers: { authorization: `Bearer ${srv.workspaceKey}` } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { value: string }).value).toMatch(/^ek_/);
+    const wrong = await fetch(`${srv.url}/v1/realtime/client_secrets`, { method: 'POST', headers: { authorization: 'Bearer wk_not_a_workspace_key' } });
+    expect(wrong.status).toBe(401);
+    expect(((await wrong.json()) as { error: { code: string } }).error.code).toBe('invalid_workspace_key');
+    const badId = await fetch(`${srv.url}/v1/realtime/client_secrets`, { method: 'POST', headers: { authorization: `Bearer ${srv.workspaceKey}`, 'x-client-id': 'nope' } });
+    expect(((await badId.json()) as { error: { code: string } }).error.code).toBe('invalid_client_id');
+  });
+
   it('refusals in the error shape', async () => {
     const noDevice = await fetch(`${srv.url}/v1/realtime/client_secrets`, { method: 'POST' });
     const json = async (r: Response): Promise<any> => r.json();
