@@ -118,8 +118,10 @@ export interface RoomCapture {
   near: Int16Array;
   /** everything written to the mic (echo + near + noise, clipped) */
   mic: Int16Array;
-  /** delay in ms in force at each 1 s of the capture (setDelay changes it) */
+  /** the delay asked for from each index on (setDelay during the capture adds an entry) */
   delayLog: Array<{ index: number; delayMs: number }>;
+  /** where the room corrected a glitch (a pacat underrun): that much silence was added to the capture there */
+  glitches: Array<{ index: number; ms: number }>;
 }
 
 export interface DelayMeasurement {
@@ -134,6 +136,8 @@ export interface DelayMeasurement {
   /** times the room dropped output to bring the streams' share back to ~30 ms (after pacat underruns), and how much */
   corrections: number;
   droppedMs: number;
+  /** times the delay line was re-set because the streams' share moved by more than 2 ms */
+  regulations: number;
 }
 
 type FromRoom =
@@ -226,13 +230,13 @@ export class EchoRoom {
   }
 
   async stopCapture(): Promise<RoomCapture> {
-    const r = (await this.request('stopCapture', this.dir)) as { files: Record<'echo' | 'near' | 'mic', string>; delayLog: RoomCapture['delayLog'] };
+    const r = (await this.request('stopCapture', this.dir)) as { files: Record<'echo' | 'near' | 'mic', string>; delayLog: RoomCapture['delayLog']; glitches: RoomCapture['glitches'] };
     const load = (f: string) => {
       const b = readFileSync(f);
       rmSync(f, { force: true });
       return new Int16Array(b.buffer, b.byteOffset, b.length / 2);
     };
-    return { echo: load(r.files.echo), near: load(r.files.near), mic: load(r.files.mic), delayLog: r.delayLog };
+    return { echo: load(r.files.echo), near: load(r.files.near), mic: load(r.files.mic), delayLog: r.delayLog, glitches: r.glitches };
   }
 
   async stop(): Promise<void> {

@@ -73,8 +73,9 @@ let winN = 0;
 // capture
 let capturing = false;
 let cap: { echo: Buffer[]; near: Buffer[]; mic: Buffer[] } = { echo: [], near: [], mic: [] };
-let capStart = 0;
 let delayLog: Array<{ index: number; delayMs: number }> = [];
+let glitches: Array<{ index: number; ms: number }> = [];
+const capturedSamples = () => cap.mic.reduce((n, b) => n + b.length / 2, 0);
 let currentDelayMs = 0;
 
 // The output is clocked by the input (one sample out per sample in), so audio that arrives in a burst (parec
@@ -191,16 +192,44 @@ function measurePipe(): number | undefined {
   return probeClock.timeOf(m0) - inClock.timeOf(first + index);
 }
 
+// The last few pipe measurements: their median is what the delay line is set against (one odd measurement,
+// e.g. while a stream recovers from a stall, moves nothing).
+let pipes: number[] = [];
+let regulations = 0;
+const medianPipe = () => [...pipes].sort((a, b) => a - b)[Math.floor(pipes.length / 2)];
+
 function track(): void {
   if (drop > 0) return;
   const p = measurePipe();
   if (p === undefined) return;
-  lastPipe = { pipeMs: p, at: performance.now() };
   if (p > PIPE_TARGET_MS + 4) {
     drop = Math.round((p - PIPE_TARGET_MS) * perMs);
     droppedMs += p - PIPE_TARGET_MS;
     corrections++;
     lastPipe = undefined;
+    pipes = [];
+    // The underrun put `drop` samples of silence into the mic that the capture does not hold, and the drop
+    // takes as many out of both: the capture stays on the mic's timeline only if that silence is added (here,
+    // up to 500 ms after it really happened).
+    if (capturing) {
+      const gap = Buffer.alloc(drop * 2);
+      cap.mic.push(gap);
+      cap.echo.push(gap);
+      cap.near.push(gap);
+      glitches.push({ index: capturedSamples(), ms: drop / perMs });
+    }
+    return;
+  }
+  pipes.push(p);
+  if (pipes.length > 5) pipes.shift();
+  lastPipe = { pipeMs: medianPipe(), at: performance.now() };
+  // keep the asked-for delay: the delay line takes up what the streams' share moved (more than 2 ms)
+  if (currentDelayMs > 0 && pipes.length >= 3) {
+    const want = Math.round((currentDelayMs - lastPipe.pipeMs) * perMs);
+    if (want >= 0 && Math.abs(want - filter.delaySamples) > 2 * perMs) {
+      filter.delaySamples = want;
+      regulations++;
+    }
   }
 }
 const tracker = setInterval(track, 500);
@@ -213,7 +242,7 @@ async function measure(): Promise<DelayMeasurement> {
     await new Promise((r) => setTimeout(r, 50));
   }
   const internalMs = filter.delaySamples / perMs;
-  return { delayMs: internalMs + lastPipe.pipeMs, internalMs, pipeMs: lastPipe.pipeMs, stalls, corrections, droppedMs };
+  return { delayMs: internalMs + lastPipe.pipeMs, internalMs, pipeMs: lastPipe.pipeMs, stalls, corrections, droppedMs, regulations };
 }
 
 async function setDelay(ms: number): Promise<DelayMeasurement> {
@@ -222,7 +251,7 @@ async function setDelay(ms: number): Promise<DelayMeasurement> {
   if (d < 0) throw new Error(`echo room: the PulseAudio streams alone take ${pipe.toFixed(1)} ms, more than the ${ms} ms asked for`);
   filter.delaySamples = d;
   currentDelayMs = ms;
-  if (capturing) delayLog.push({ index: inClock.samples - capStart, delayMs: ms });
+  if (capturing) delayLog.push({ index: capturedSamples(), delayMs: ms });
   return measure();
 }
 
@@ -273,8 +302,9 @@ process.on('message', async (m: { id: number; cmd: string; arg?: any }) => {
         break;
       case 'startCapture':
         cap = { echo: [], near: [], mic: [] };
-        capStart = inClock.samples;
+        echoWindows.length = 0; // the echo level of this run only
         delayLog = [{ index: 0, delayMs: currentDelayMs }];
+        glitches = [];
         capturing = true;
         break;
       case 'stopCapture': {
@@ -286,7 +316,7 @@ process.on('message', async (m: { id: number; cmd: string; arg?: any }) => {
           writeFileSync(files[k], Buffer.concat(cap[k]));
         }
         cap = { echo: [], near: [], mic: [] };
-        value = { files, delayLog };
+        value = { files, delayLog, glitches };
         break;
       }
       default:

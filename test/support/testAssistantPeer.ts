@@ -47,6 +47,8 @@ export interface TestPeerOptions {
   /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink);
    *  its receiver then reports that loss in its RTCP receiver reports, as a real service would */
   inboundLossPercent?: number;
+  /** seconds of decoded inbound audio kept for lastReceived (default 12; the echo bench keeps a whole run) */
+  ringSeconds?: number;
 }
 
 export interface PeerRequestLog {
@@ -66,8 +68,8 @@ class PeerCall {
   readonly id = `sess_${randomUUID()}`;
   dc: RTCDataChannel | undefined;
   readonly received: string[] = [];
-  /** decoded inbound audio, the last RING_SECONDS */
-  private readonly ring = new Int16Array(48_000 * 12);
+  /** decoded inbound audio, the last ringSeconds */
+  private readonly ring: Int16Array;
   private ringPos = 0;
   private ringFilled = 0;
   packetsIn = 0;
@@ -83,7 +85,9 @@ class PeerCall {
   constructor(
     readonly pc: RTCPeerConnection,
     readonly transceiver: RTCRtpTransceiver,
+    ringSeconds = 12,
   ) {
+    this.ring = new Int16Array(48_000 * ringSeconds);
     this.silence = this.encoder.encode(Buffer.alloc(FRAME * 2));
     transceiver.onTrack.subscribe((track) =>
       track.onReceiveRtp.subscribe((rtp) => {
@@ -309,7 +313,7 @@ export class TestAssistantPeer {
       debug: this.opts.inboundLossPercent ? { inboundPacketLoss: 100 - this.opts.inboundLossPercent } : undefined,
     });
     const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });
-    const call = new PeerCall(pc, transceiver);
+    const call = new PeerCall(pc, transceiver, this.opts.ringSeconds);
     this.calls.push(call);
     // Bounded: only the recent calls are kept.
     while (this.calls.length > 20) this.calls.shift();
