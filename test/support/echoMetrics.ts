@@ -13,7 +13,7 @@
 //   (Goertzel, ~5 Hz wide in 200 ms, so the far end's speech hardly adds to it) in the sent window is at most
 //   6 dB below its power in the near-end component. For SPEECH: the normalised correlation of the sent window
 //   with the clean near-end window is >= 0.5 (with the echo 10 dB above the near end, full duplex without a
-//   canceller scores ~0.3: the user is drowned).
+//   canceller scores ~0.3: the user is drowned); the best lag within 20 ms counts.
 // - Alignment: `alignSent` finds a marker (a near-end chirp played before the far end talks, which every mode
 //   passes) of the room's mic signal in the sent audio: sent[i + offset] is room sample i.
 import { locate } from './locate.js';
@@ -154,12 +154,13 @@ export function doubleTalkTone(room: RoomTimeline, sent: Int16Array, freqHz: num
   return { heard: dt.length ? heard / dt.length : NaN, windows: dt.length };
 }
 
-/** Near end = speech: heard when the sent window correlates >= 0.5 with the clean near end (best lag within 5 ms). */
+/** Near end = speech: heard when the sent window correlates >= 0.5 with the clean near end (best lag within 20 ms:
+ *  the room's delay corrections may leave the alignment a few ms off). */
 export function doubleTalkSpeech(room: RoomTimeline, sent: Int16Array, from: number, to: number, minCorr = 0.5): DoubleTalkFigures & { meanCorr: number } {
   const dt = windows(room, from, to).filter((w) => w.echo && w.near);
   let heard = 0;
   let sum = 0;
-  const slack = 240;
+  const slack = 960;
   for (const w of dt) {
     const a = Math.max(0, w.start - slack);
     const b = Math.min(sent.length, w.start + WINDOW + slack);

@@ -136,7 +136,7 @@ export interface DelayMeasurement {
   /** times the room dropped output to bring the streams' share back to ~30 ms (after pacat underruns), and how much */
   corrections: number;
   droppedMs: number;
-  /** times the delay line was re-set because the streams' share moved by more than 2 ms */
+  /** times the delay line was re-set because the streams' share moved by more than 1 ms */
   regulations: number;
 }
 

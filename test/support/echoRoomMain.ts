@@ -202,7 +202,9 @@ function track(): void {
   if (drop > 0) return;
   const p = measurePipe();
   if (p === undefined) return;
-  if (p > PIPE_TARGET_MS + 4) {
+  // A backlog beyond 15 ms (an underrun), or one the delay line cannot take up, is dropped; smaller moves (the
+  // two null sinks drift apart by ~0.1 ms/s here) are taken up by the delay line below.
+  if (p > PIPE_TARGET_MS + 15 || (currentDelayMs > 0 && p > currentDelayMs - 1)) {
     drop = Math.round((p - PIPE_TARGET_MS) * perMs);
     droppedMs += p - PIPE_TARGET_MS;
     corrections++;
@@ -223,10 +225,18 @@ function track(): void {
   pipes.push(p);
   if (pipes.length > 5) pipes.shift();
   lastPipe = { pipeMs: medianPipe(), at: performance.now() };
-  // keep the asked-for delay: the delay line takes up what the streams' share moved (more than 2 ms)
+  // keep the asked-for delay: the delay line takes up what the streams' share moved (more than 1 ms)
   if (currentDelayMs > 0 && pipes.length >= 3) {
     const want = Math.round((currentDelayMs - lastPipe.pipeMs) * perMs);
-    if (want >= 0 && Math.abs(want - filter.delaySamples) > 2 * perMs) {
+    if (want >= 0 && Math.abs(want - filter.delaySamples) > perMs) {
+      // a longer pipe delays what follows at the mic: as much silence into the capture keeps it on the mic's
+      // timeline (a shorter one is left: the metrics' alignment tolerates a few ms)
+      if (capturing && filter.delaySamples > want) {
+        const gap = Buffer.alloc((filter.delaySamples - want) * 2);
+        cap.mic.push(gap);
+        cap.echo.push(gap);
+        cap.near.push(gap);
+      }
       filter.delaySamples = want;
       regulations++;
     }

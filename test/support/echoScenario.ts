@@ -54,7 +54,7 @@ export interface ScenarioResult {
   delayEndMs: number;
   /** the room's glitch corrections during the run (each one shifts the delay: a small re-convergence) */
   roomCorrections: number;
-  /** times the room re-set its delay line to hold the delay (the streams' share moved > 2 ms) */
+  /** times the room re-set its delay line to hold the delay (the streams' share moved > 1 ms) */
   roomRegulations: number;
   alignCorr: number;
   capture: RoomCapture;
