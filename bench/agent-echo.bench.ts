@@ -66,7 +66,7 @@ export async function run(): Promise<BenchRow[]> {
     process.stderr.write(`echo room: ${start.delayMs.toFixed(1)} ms (streams ${start.pipeMs.toFixed(1)} ms), far end ${(farEnd.length / 48_000).toFixed(1)} s\n`);
     for (const mode of modes) {
       if (mode === 'auto' && !agentCancellerAvailable()) {
-        for (const metric of ['ERLE after convergence', 'user heard during double talk', 'convergence']) {
+        for (const metric of ['ERLE after convergence', 'user heard during double talk', 'convergence after the first far-end speech']) {
           rows.push({ issue: '#15', metric: `${LABEL[mode]}: ${metric}`, value: NaN, unit: '', note: 'not available: the settings do not accept audio.duplex "auto" (the canceller is not in this build)' });
         }
         continue;

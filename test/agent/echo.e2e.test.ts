@@ -2,11 +2,12 @@
 // werift), the echo room (test/support/echoRoom.ts: 87 ms, -6 dB, a room impulse response, noise) between its
 // speaker and its microphone, and what the agent SENDS measured at a real peer (Opus decoded):
 //   (i)   echo only: ERLE >= 25 dB after convergence, and the user is still heard right after (double talk)
-//   (ii)  double talk: near-end speech 10 dB below the echo reaches the peer (correlation with the clean speech)
+//   (ii)  double talk: near-end speech 10 dB below the echo reaches the peer: the companion's recogniser gets the
+//         command right from what was sent, or >= 80 % of its 200 ms windows correlate >= 0.5 with the clean speech
 //   (iii) the echo delay changes mid-call (87 -> 150 ms, as a reopened device would): re-tracked, ERLE >= 25 dB
 //         after it and the user heard
 //   (iv)  barge-in against the real companion: it narrates a story through the agent's speaker into the room,
-//         does not interrupt itself on its own echo, and stops when the user says "stop"
+//         hears nothing of its own echo (no user transcript), and stops when the user says "stop"
 // Every test needs the user to be HEARD while the far end talks, so today's half-duplex gate fails them all
 // (SPEAKER_AGENT_TEST_ECHO_DUPLEX=half runs them that way). They run once the settings accept audio.duplex
 // 'auto' (the agent's own canceller), the mode under test by default.
@@ -17,6 +18,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSettings } from '../../src/agent/settings.js';
+import { resample } from '../../src/common/audio/resample.js';
+import { PocketsphinxRecognizer } from '../../src/companion/speech/pocketsphinxRecognizer.js';
 import { rmsDbfs } from '../../src/common/audio/signal.js';
 import { recordSource, sleep } from '../support/audioCapture.js';
 import { startTestCompanion, type TestCompanion } from '../support/cli.js';
@@ -41,6 +44,8 @@ const KEY = 'ws-echo-key-0123456789';
 interface AgentProcess {
   child: ChildProcess;
   connected: Promise<void>;
+  /** what the user said, as the server's transcripts reached the agent (its "user: ..." log lines) */
+  userSaid: string[];
   stop(): Promise<void>;
 }
 
@@ -59,9 +64,12 @@ function startAgent(url: string, workspaceKey: string): AgentProcess {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const userSaid: string[] = [];
   const connected = new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('the agent did not connect within 30 s')), 30_000);
     createInterface({ input: child.stdout! }).on('line', (l) => {
+      const said = /"msg":"user: (.*?)"/.exec(l);
+      if (said) userSaid.push(said[1]);
       if (/"msg":"call connected"/.test(l)) {
         clearTimeout(t);
         resolve();
@@ -73,6 +81,7 @@ function startAgent(url: string, workspaceKey: string): AgentProcess {
   return {
     child,
     connected,
+    userSaid,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
@@ -122,14 +131,21 @@ describe.skipIf(!runnable)(`echo cancellation end to end (duplex=${DUPLEX}, echo
     expect(r.doubleTalk!.heard, info).toBeGreaterThanOrEqual(0.8);
   }, 120_000);
 
-  it('(ii) double talk: near-end speech 10 dB below the echo reaches the peer', async () => {
+  it('(ii) double talk: near-end speech 10 dB below the echo reaches the peer (the recogniser gets it, or it correlates)', async () => {
     await freshAgent();
-    const command = speechClip('set the volume to forty percent', { padBeforeMs: 0, padAfterMs: 0 }).pcm;
+    const text = 'set the volume to forty percent';
+    const command = speechClip(text, { padBeforeMs: 0, padAfterMs: 0 }).pcm;
     const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 5, nearEnd: { kind: 'speech', pcm: command, relativeToEchoDb: -10 } });
     const dt = r.doubleTalk as { heard: number; windows: number; meanCorr: number };
-    const info = `double talk: ${dt.windows} windows, mean correlation ${dt.meanCorr.toFixed(2)}, heard ${(dt.heard * 100).toFixed(0)} %`;
+    // what the device sent while the user spoke, to the companion's own recogniser (pocketsphinx, command grammar)
+    const spoken = r.sent.subarray(Math.max(0, r.nearStart - 4800), r.nearStart + command.length + 9600);
+    const recognizer = new PocketsphinxRecognizer();
+    const heardText = (await recognizer.recognize(resample(spoken, 48_000, 16_000)).finally(() => recognizer.close())).text;
+    const info = `recognised "${heardText}"; double talk: ${dt.windows} windows, mean correlation with the clean speech ${dt.meanCorr.toFixed(2)}, heard in ${(dt.heard * 100).toFixed(0)} %`;
     expect(dt.windows, info).toBeGreaterThan(5);
-    expect(dt.heard, info).toBeGreaterThanOrEqual(0.8);
+    // pocketsphinx is fragile: with the echo 20 dB below the user and no canceller it already misheard the command
+    // (correlation 0.70), so either proof counts: the words, or the speech itself in >= 80 % of the windows
+    expect(heardText === text || dt.heard >= 0.8, info).toBe(true);
   }, 120_000);
 
   it('(iii) the echo delay changes mid-call (87 -> 150 ms): re-tracked without a restart', async () => {
@@ -164,24 +180,28 @@ describe.skipIf(!runnable)(`barge-in against the companion (duplex=${DUPLEX}, ec
   /** RMS of what the speaker played over the next ~1.5 s, dBFS. */
   const speakerLevel = async () => rmsDbfs(await recordSource(VIRTUAL.speakerMonitor, 1500));
 
-  it('(iv) the companion narrates a story into the room, keeps going over its own echo, and stops when the user says "stop"', async () => {
+  it('(iv) the companion narrates a story into the room, does not hear its own echo, and stops when the user says "stop"', async () => {
     agent = startAgent(companion.url, companion.workspaceKey);
     await agent.connected;
+    const said = agent.userSaid;
     await sleep(2000);
     await room.playNearEnd(speechClip('read me a story', { padBeforeMs: 200, padAfterMs: 200 }).pcm, { dbfs: -20 });
     // the story starts (speech on the speaker)
     const levels: number[] = [];
     for (let i = 0; i < 15 && !(levels.at(-1)! > -45); i++) levels.push(await speakerLevel());
-    expect(levels.at(-1), `speaker levels ${levels.map((l) => l.toFixed(0)).join(' ')}`).toBeGreaterThan(-45);
-    // 6 s into the story it still narrates: its own echo did not make it stop (the assistant hearing itself)
+    expect(levels.at(-1), `speaker levels ${levels.map((l) => l.toFixed(0)).join(' ')}; user said ${JSON.stringify(said)}`).toBeGreaterThan(-45);
+    expect(said).toEqual(['read me a story']);
+    // 6 s into the story it still narrates and the server heard nothing from the user: its own echo did not reach
+    // it (without a canceller the echo cuts the story and starts a loop of "Sorry, I can't help with that")
     await sleep(4500);
-    const still = await speakerLevel();
-    expect(still, 'the story stopped by itself: the companion heard its own echo').toBeGreaterThan(-45);
+    expect(await speakerLevel(), 'the story is no longer playing').toBeGreaterThan(-45);
+    expect(said, 'the companion heard its own echo as the user').toEqual(['read me a story']);
     // the user says "stop" as loud as the echo
     await room.playNearEnd(speechClip('stop', { padBeforeMs: 100, padAfterMs: 100 }).pcm, { relativeToEchoDb: 0 });
     const after: number[] = [];
     for (let i = 0; i < 6 && !(after.at(-1)! < -50); i++) after.push(await speakerLevel());
-    expect(after.at(-1), `speaker levels after "stop": ${after.map((l) => l.toFixed(0)).join(' ')} dBFS`).toBeLessThan(-50);
+    expect(said, 'the companion did not hear "stop"').toContain('stop');
+    expect(after.at(-1), `speaker levels after "stop": ${after.map((l) => l.toFixed(0)).join(' ')} dBFS; user said ${JSON.stringify(said)}`).toBeLessThan(-50);
     // and it stays stopped
     expect(await speakerLevel()).toBeLessThan(-50);
   }, 120_000);

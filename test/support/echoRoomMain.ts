@@ -17,9 +17,9 @@ const rnd = prng((opts.seed ?? 1) + 7);
 const noiseAmp = 10 ** ((opts.noiseDbfs ?? -65) / 20) * 32768 * Math.sqrt(3); // uniform noise of that RMS
 
 // ---- streams ------------------------------------------------------------------------------------------------
-// pacat's buffer (opts.outputBufferMs, default 40 ms): with 20 ms a loaded 2-core machine underran it every few
-// seconds (each underrun shifts the delay, which the tracker below then corrects: a glitch); with 40 ms about
-// once a minute. The streams then take ~50 ms of the delay (~30 ms with 20 ms), the internal delay line the rest.
+// pacat's buffer (opts.outputBufferMs, default 40 ms): with 20 ms a loaded 2-core machine (load 6-9) underran it
+// every few seconds (each underrun shifts the delay, which the tracker below then corrects: a glitch); with 40 ms
+// a few times a minute beside a running agent, none in most idle minutes. The streams then take ~50 ms of the delay (~30 ms with 20 ms), the internal delay line the rest.
 // Nothing is written before pacat's stream exists: what piled up in the pipe meanwhile would stay in the path
 // as extra delay for good (seen: 577 ms).
 const out = spawn('pacat', ['--playback', '--verbose', '--device=mic_in', ...RAW, `--latency-msec=${opts.outputBufferMs ?? 40}`], { env: process.env, stdio: ['pipe', 'ignore', 'pipe'] });
@@ -244,10 +244,10 @@ function track(): void {
 }
 const tracker = setInterval(track, 500);
 
-/** Waits for a fresh pipe measurement (one taken after now), at most 8 s. */
+/** Waits for a fresh pipe measurement (one taken after now, with the delay line set against 3 or more), at most 8 s. */
 async function measure(): Promise<DelayMeasurement> {
   const asked = performance.now();
-  while (!(lastPipe && lastPipe.at > asked)) {
+  while (!(lastPipe && lastPipe.at > asked && pipes.length >= 3)) {
     if (performance.now() - asked > 8000) throw new Error('echo room: no delay measurement within 8 s (the probe on "mic" does not match what the room wrote)');
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -57,6 +57,8 @@ export interface ScenarioResult {
   /** times the room re-set its delay line to hold the delay (the streams' share moved > 1 ms) */
   roomRegulations: number;
   alignCorr: number;
+  /** room index where the near end (after the marker) starts */
+  nearStart: number;
   capture: RoomCapture;
   sent: Int16Array;
 }
@@ -128,6 +130,7 @@ export async function runEchoScenario(o: ScenarioOptions): Promise<ScenarioResul
     roomCorrections: m1.corrections - m0.corrections,
     roomRegulations: m1.regulations - m0.regulations,
     alignCorr: corr,
+    nearStart,
     capture,
     sent: onRoom,
   };
