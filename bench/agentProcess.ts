@@ -48,8 +48,8 @@ export async function buildAgent(): Promise<string> {
 
 
 /** Starts the agent against url; `config` is written as its config.json (settings the variables do not cover);
- *  `node` is the Node binary (default: the one running the bench). */
-export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object, node: string = process.execPath): AgentProc {
+ *  `node` is the Node binary (default: the one running the bench); `env` adds or overrides variables. */
+export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object, node: string = process.execPath, env: Record<string, string> = {}): AgentProc {
   const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
   if (config) writeFileSync(path.join(configDir, 'config.json'), JSON.stringify(config), { mode: 0o600 });
   const child = spawn(node, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
@@ -64,6 +64,7 @@ export function spawnAgent(agentMain: string, url: string, stateDir: string, con
       SPEAKER_AGENT_MIXER_CONTROL: 'Master',
       SPEAKER_AGENT_DUPLEX: 'full', // two-way: the mic is not gated while the peer's tone plays
       SPEAKER_AGENT_LOG_LEVEL: 'info',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'ignore'],
   });

@@ -10,6 +10,10 @@
 # after each underrun. A real card rewinds; to behave like one, a 20 ms loopback from the speaker's monitor into
 # a "discard" sink keeps "speaker" rendering in small blocks. (test/agent/audio/resilientDevice.test.ts)
 #
+# An echo path (speaker -> delay, attenuation, room impulse response, near end, noise -> mic) for the echo
+# cancellation tests runs on top of this card: test/support/echoRoom.ts (README, "The echo path"). It reads
+# "speaker.monitor" and writes into "mic_in", so nothing here changes for it.
+#
 # usage: virtual-audio.sh start|stop|env      (prints `export PULSE_SERVER=...` lines for eval)
 set -euo pipefail
 DIR=${SPEAKER_AGENT_PULSE_DIR:-/tmp/speaker-agent-pulse}

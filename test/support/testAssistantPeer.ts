@@ -56,6 +56,8 @@ export interface TestPeerOptions {
   inboundLossPercent?: number;
   /** act as the stand-in upstream (see the top) with this API key */
   upstream?: { apiKey: string };
+  /** seconds of decoded inbound audio kept for lastReceived (default 12; the echo bench keeps a whole run) */
+  ringSeconds?: number;
 }
 
 export interface PeerRequestLog {
@@ -77,8 +79,8 @@ class PeerCall {
   readonly id = `sess_${randomUUID()}`;
   dc: RTCDataChannel | undefined;
   readonly received: string[] = [];
-  /** decoded inbound audio, the last RING_SECONDS */
-  private readonly ring = new Int16Array(48_000 * 12);
+  /** decoded inbound audio, the last ringSeconds */
+  private readonly ring: Int16Array;
   private ringPos = 0;
   private ringFilled = 0;
   packetsIn = 0;
@@ -94,7 +96,9 @@ class PeerCall {
   constructor(
     readonly pc: RTCPeerConnection,
     readonly transceiver: RTCRtpTransceiver,
+    ringSeconds = 12,
   ) {
+    this.ring = new Int16Array(48_000 * ringSeconds);
     this.silence = this.encoder.encode(Buffer.alloc(FRAME * 2));
     transceiver.onTrack.subscribe((track) =>
       track.onReceiveRtp.subscribe((rtp) => {
@@ -360,7 +364,7 @@ export class TestAssistantPeer {
       debug: this.opts.inboundLossPercent ? { inboundPacketLoss: 100 - this.opts.inboundLossPercent } : undefined,
     });
     const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });
-    const call = new PeerCall(pc, transceiver);
+    const call = new PeerCall(pc, transceiver, this.opts.ringSeconds);
     this.calls.push(call);
     // Bounded: only the recent calls are kept.
     while (this.calls.length > 20) this.calls.shift();

@@ -1,0 +1,208 @@
+// Echo cancellation end to end (issue #15), real parts only: the agent as a process (PortAudio on the virtual card,
+// werift), the echo room (test/support/echoRoom.ts: 87 ms, -6 dB, a room impulse response, noise) between its
+// speaker and its microphone, and what the agent SENDS measured at a real peer (Opus decoded):
+//   (i)   echo only: ERLE >= 25 dB after convergence, and the user is still heard right after (double talk)
+//   (ii)  double talk: near-end speech 10 dB below the echo reaches the peer: the companion's recogniser gets the
+//         command right from what was sent, or >= 80 % of its 200 ms windows correlate >= 0.5 with the clean speech
+//   (iii) the echo delay changes mid-call (87 -> 150 ms, as a reopened device would): re-tracked, ERLE >= 25 dB
+//         after it and the user heard
+//   (iv)  barge-in against the real companion: it narrates a story through the agent's speaker into the room,
+//         hears nothing of its own echo (no user transcript), and stops when the user says "stop"
+// Every test needs the user to be HEARD while the far end talks, so today's half-duplex gate fails them all
+// (SPEAKER_AGENT_TEST_ECHO_DUPLEX=half runs them that way). They run once the settings accept audio.duplex
+// 'auto' (the agent's own canceller), the mode under test by default.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSettings } from '../../src/agent/settings.js';
+import { resample } from '../../src/common/audio/resample.js';
+import { PocketsphinxRecognizer } from '../../src/companion/speech/pocketsphinxRecognizer.js';
+import { rmsDbfs } from '../../src/common/audio/signal.js';
+import { recordSource, sleep } from '../support/audioCapture.js';
+import { startTestCompanion, type TestCompanion } from '../support/cli.js';
+import { EchoRoom } from '../support/echoRoom.js';
+import { NARRATION, runEchoScenario } from '../support/echoScenario.js';
+import { speechClip } from '../support/speechWav.js';
+import { TestAssistantPeerProcess } from '../support/testAssistantPeer.js';
+import { VIRTUAL } from '../support/virtualAudio.js';
+
+const DUPLEX = process.env.SPEAKER_AGENT_TEST_ECHO_DUPLEX ?? 'auto';
+function accepted(duplex: string): boolean {
+  try {
+    parseSettings({ audio: { duplex } });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const runnable = Boolean(process.env.PULSE_SERVER) && accepted(DUPLEX);
+const KEY = 'ws-echo-key-0123456789';
+
+interface AgentProcess {
+  child: ChildProcess;
+  connected: Promise<void>;
+  /** what the user said, as the server's transcripts reached the agent (its "user: ..." log lines) */
+  userSaid: string[];
+  stop(): Promise<void>;
+}
+
+/** The agent as it runs on a device (test/support/agentProcessMain.ts), in its own process. */
+function startAgent(url: string, workspaceKey: string): AgentProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../support/agentProcessMain.ts')], {
+    env: {
+      ...process.env,
+      SPEAKER_AGENT_SERVER_URL: url,
+      SPEAKER_AGENT_WORKSPACE_KEY: workspaceKey,
+      SPEAKER_AGENT_CONFIG_DIR: mkdtempSync(path.join(os.tmpdir(), 'echo-conf-')),
+      SPEAKER_AGENT_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'echo-state-')),
+      SPEAKER_AGENT_MIXER_CONTROL: VIRTUAL.mixerControl,
+      SPEAKER_AGENT_DUPLEX: DUPLEX,
+      SPEAKER_AGENT_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const userSaid: string[] = [];
+  const connected = new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('the agent did not connect within 30 s')), 30_000);
+    createInterface({ input: child.stdout! }).on('line', (l) => {
+      const said = /"msg":"user: (.*?)"/.exec(l);
+      if (said) userSaid.push(said[1]);
+      if (/"msg":"call connected"/.test(l)) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the agent exited (${code}) before it connected`)));
+  });
+  connected.catch(() => undefined);
+  return {
+    child,
+    connected,
+    userSaid,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+const farEnd = () => speechClip(NARRATION, { padBeforeMs: 0, padAfterMs: 0 }).pcm;
+const toneBursts = { kind: 'tone', freqHz: 1000, bursts: 4, onMs: 1000, offMs: 1000, relativeToEchoDb: -10 } as const;
+
+describe.skipIf(!runnable)(`echo cancellation end to end (duplex=${DUPLEX}, echo room 87 ms, -6 dB)`, () => {
+  let peer: TestAssistantPeerProcess;
+  let room: EchoRoom;
+  let agent: AgentProcess | undefined;
+
+  beforeAll(async () => {
+    peer = new TestAssistantPeerProcess({ workspaceKey: KEY, ringSeconds: 60 });
+    await peer.start();
+    room = new EchoRoom({ delayMs: 87, attenuationDb: 6, noiseDbfs: -70 });
+    await room.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await room?.stop();
+    await peer?.kill();
+  });
+
+  /** A fresh agent (and call) per test: every test starts unconverged. */
+  async function freshAgent(): Promise<void> {
+    await agent?.stop();
+    agent = startAgent(peer.url, KEY);
+    await agent.connected;
+    await sleep(2000); // the devices' streams start
+  }
+
+  it('(i) echo only: ERLE >= 25 dB on what the peer receives, after convergence; the user is still heard', async () => {
+    await freshAgent();
+    const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 10, nearEnd: toneBursts });
+    const info = `ERLE per second ${r.echo.perSecondDb.join(' ')}; path ${r.delayStartMs.toFixed(0)} ms`;
+    expect(r.echo.erleWindows, info).toBeGreaterThan(10);
+    expect(r.echo.erleDb, info).toBeGreaterThanOrEqual(25);
+    expect(r.doubleTalk!.heard, info).toBeGreaterThanOrEqual(0.8);
+  }, 120_000);
+
+  it('(ii) double talk: near-end speech 10 dB below the echo reaches the peer (the recogniser gets it, or it correlates)', async () => {
+    await freshAgent();
+    const text = 'set the volume to forty percent';
+    const command = speechClip(text, { padBeforeMs: 0, padAfterMs: 0 }).pcm;
+    const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 5, nearEnd: { kind: 'speech', pcm: command, relativeToEchoDb: -10 } });
+    const dt = r.doubleTalk as { heard: number; windows: number; meanCorr: number };
+    // what the device sent while the user spoke, to the companion's own recogniser (pocketsphinx, command grammar)
+    const spoken = r.sent.subarray(Math.max(0, r.nearStart - 4800), r.nearStart + command.length + 9600);
+    const recognizer = new PocketsphinxRecognizer();
+    const heardText = (await recognizer.recognize(resample(spoken, 48_000, 16_000)).finally(() => recognizer.close())).text;
+    const info = `recognised "${heardText}"; double talk: ${dt.windows} windows, mean correlation with the clean speech ${dt.meanCorr.toFixed(2)}, heard in ${(dt.heard * 100).toFixed(0)} %`;
+    expect(dt.windows, info).toBeGreaterThan(5);
+    // pocketsphinx is fragile: with the echo 20 dB below the user and no canceller it already misheard the command
+    // (correlation 0.70), so either proof counts: the words, or the speech itself in >= 80 % of the windows
+    expect(heardText === text || dt.heard >= 0.8, info).toBe(true);
+  }, 120_000);
+
+  it('(iii) the echo delay changes mid-call (87 -> 150 ms): re-tracked without a restart', async () => {
+    await freshAgent();
+    const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 6, delayChange: { delayMs: 150, afterChangeS: 8 }, nearEnd: toneBursts });
+    await room.setDelay(87); // back for the next test
+    const after = r.afterChange!;
+    const info = `after the change: ERLE per second ${after.perSecondDb.join(' ')}, path ${r.delayEndMs.toFixed(0)} ms`;
+    expect(r.delayEndMs, info).toBeGreaterThan(140);
+    expect(after.erleDb, info).toBeGreaterThanOrEqual(25);
+    expect(r.doubleTalk!.heard, info).toBeGreaterThanOrEqual(0.8);
+  }, 120_000);
+});
+
+describe.skipIf(!runnable)(`barge-in against the companion (duplex=${DUPLEX}, echo room 87 ms, -6 dB)`, () => {
+  let companion: TestCompanion;
+  let room: EchoRoom;
+  let agent: AgentProcess | undefined;
+
+  beforeAll(async () => {
+    companion = await startTestCompanion();
+    room = new EchoRoom({ delayMs: 87, attenuationDb: 6, noiseDbfs: -70 });
+    await room.start();
+  }, 90_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await room?.stop();
+    await companion?.close();
+  });
+
+  /** RMS of what the speaker played over the next ~1.5 s, dBFS. */
+  const speakerLevel = async () => rmsDbfs(await recordSource(VIRTUAL.speakerMonitor, 1500));
+
+  it('(iv) the companion narrates a story into the room, does not hear its own echo, and stops when the user says "stop"', async () => {
+    agent = startAgent(companion.url, companion.workspaceKey);
+    await agent.connected;
+    const said = agent.userSaid;
+    await sleep(2000);
+    await room.playNearEnd(speechClip('read me a story', { padBeforeMs: 200, padAfterMs: 200 }).pcm, { dbfs: -20 });
+    // the story starts (speech on the speaker)
+    const levels: number[] = [];
+    for (let i = 0; i < 15 && !(levels.at(-1)! > -45); i++) levels.push(await speakerLevel());
+    expect(levels.at(-1), `speaker levels ${levels.map((l) => l.toFixed(0)).join(' ')}; user said ${JSON.stringify(said)}`).toBeGreaterThan(-45);
+    expect(said).toEqual(['read me a story']);
+    // 6 s into the story it still narrates and the server heard nothing from the user: its own echo did not reach
+    // it (without a canceller the echo cuts the story and starts a loop of "Sorry, I can't help with that")
+    await sleep(4500);
+    expect(await speakerLevel(), 'the story is no longer playing').toBeGreaterThan(-45);
+    expect(said, 'the companion heard its own echo as the user').toEqual(['read me a story']);
+    // the user says "stop" as loud as the echo
+    await room.playNearEnd(speechClip('stop', { padBeforeMs: 100, padAfterMs: 100 }).pcm, { relativeToEchoDb: 0 });
+    const after: number[] = [];
+    for (let i = 0; i < 6 && !(after.at(-1)! < -50); i++) after.push(await speakerLevel());
+    expect(said, 'the companion did not hear "stop"').toContain('stop');
+    expect(after.at(-1), `speaker levels after "stop": ${after.map((l) => l.toFixed(0)).join(' ')} dBFS; user said ${JSON.stringify(said)}`).toBeLessThan(-50);
+    // and it stays stopped
+    expect(await speakerLevel()).toBeLessThan(-50);
+  }, 120_000);
+});

@@ -1,0 +1,361 @@
+// THE ECHO ROOM's process (see echoRoom.ts): parec on speaker.monitor -> RoomFilter + near end + noise -> pacat
+// into mic_in. Obeys its parent over IPC: setDelay, measure, near, stopNear, echoLevel, startCapture, stopCapture.
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { locate } from './locate.js';
+import { prng, RoomFilter, ROOM_RATE, syntheticImpulse, type DelayMeasurement, type EchoRoomOptions } from './echoRoom.js';
+
+const opts = JSON.parse(process.argv[2] ?? '{}') as EchoRoomOptions;
+const RAW = ['--format=s16le', `--rate=${ROOM_RATE}`, '--channels=1', '--raw'];
+const perMs = ROOM_RATE / 1000;
+const send = (m: unknown) => process.send?.(m);
+
+const filter = new RoomFilter(syntheticImpulse(opts.seed ?? 1, opts.impulse ?? 'synthetic'), 0, opts.attenuationDb);
+const rnd = prng((opts.seed ?? 1) + 7);
+const noiseAmp = 10 ** ((opts.noiseDbfs ?? -65) / 20) * 32768 * Math.sqrt(3); // uniform noise of that RMS
+
+// ---- streams ------------------------------------------------------------------------------------------------
+// pacat's buffer (opts.outputBufferMs, default 40 ms): with 20 ms a loaded 2-core machine (load 6-9) underran it
+// every few seconds (each underrun shifts the delay, which the tracker below then corrects: a glitch); with 40 ms
+// a few times a minute beside a running agent, none in most idle minutes. The streams then take ~50 ms of the delay (~30 ms with 20 ms), the internal delay line the rest.
+// Nothing is written before pacat's stream exists: what piled up in the pipe meanwhile would stay in the path
+// as extra delay for good (seen: 577 ms).
+const out = spawn('pacat', ['--playback', '--verbose', '--device=mic_in', ...RAW, `--latency-msec=${opts.outputBufferMs ?? 40}`], { env: process.env, stdio: ['pipe', 'ignore', 'pipe'] });
+out.stdin.on('error', () => undefined);
+let outReady = false;
+let outErr = '';
+out.stderr.on('data', (c: Buffer) => {
+  outErr = (outErr + c.toString()).slice(-2000);
+  if (/Stream successfully created/.test(outErr)) outReady = true;
+});
+const inp = spawn('parec', ['--device=speaker.monitor', ...RAW, '--latency-msec=10'], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+// The room is physics: on a loaded machine (2 shared cores) it must not stall, or its delay shifts. Raised
+// priority where allowed (root; elsewhere it stays at normal priority and counts its stalls).
+for (const pid of [process.pid, out.pid, inp.pid]) {
+  try {
+    if (pid) os.setPriority(pid, -10);
+  } catch {
+    /* not permitted */
+  }
+}
+
+/** Pins a stream's sample index to wall time: the earliest (least delayed) chunk arrivals of the last ~4 s. */
+class StreamClock {
+  samples = 0;
+  private readonly recent: number[] = [];
+  arrived(n: number): void {
+    this.samples += n;
+    this.recent.push(performance.now() - this.samples / perMs);
+    if (this.recent.length > 400) this.recent.shift();
+  }
+  /** wall time (ms) at which sample `index` arrived, at the earliest */
+  timeOf(index: number): number {
+    const sorted = [...this.recent].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length * 0.05)] + index / perMs;
+  }
+}
+const inClock = new StreamClock();
+
+// the last 4 s written to the mic, for the delay measurement
+const MIC_RING = 4 * ROOM_RATE;
+const micRing = new Int16Array(MIC_RING);
+
+// near end queue
+let near: { pcm: Int16Array; gain: number; pos: number } | undefined;
+
+// echo level: 20 ms windows carrying echo, the last 5 s of them
+const echoWindows: number[] = [];
+let winSum = 0;
+let winN = 0;
+
+// capture
+let capturing = false;
+let cap: { echo: Buffer[]; near: Buffer[]; mic: Buffer[] } = { echo: [], near: [], mic: [] };
+let delayLog: Array<{ index: number; delayMs: number }> = [];
+let glitches: Array<{ index: number; ms: number }> = [];
+const capturedSamples = () => cap.mic.reduce((n, b) => n + b.length / 2, 0);
+let currentDelayMs = 0;
+
+// The output is clocked by the input (one sample out per sample in), so audio that arrives in a burst (parec
+// attaching, a late wake-up) stays in pacat's pipe as extra delay: the measurement finds it and the room drops
+// that much output once, bringing the streams' part of the delay back to PIPE_TARGET_MS (see the tracker below).
+const PIPE_TARGET_MS = (opts.outputBufferMs ?? 40) + 10;
+let drop = 0;
+let stalls = 0;
+let lastArrival = performance.now();
+let carry: Buffer | undefined;
+let echoBuf = new Float32Array(0);
+inp.stdout.on('data', (chunk: Buffer) => {
+  const data = carry ? Buffer.concat([carry, chunk]) : chunk;
+  const whole = data.length & ~1;
+  carry = whole < data.length ? data.subarray(whole) : undefined;
+  if (whole === 0) return;
+  const aligned = Buffer.from(data.subarray(0, whole)); // copy: Int16Array needs an even byte offset
+  const x = new Int16Array(aligned.buffer, aligned.byteOffset, whole / 2);
+  const n = x.length;
+  const startIndex = inClock.samples;
+  inClock.arrived(n);
+  if (echoBuf.length < n) echoBuf = new Float32Array(n);
+  filter.process(x, echoBuf);
+  const mic = new Int16Array(n);
+  const e16 = capturing ? new Int16Array(n) : undefined;
+  const n16 = capturing ? new Int16Array(n) : undefined;
+  for (let i = 0; i < n; i++) {
+    const e = echoBuf[i];
+    let s = 0;
+    if (near) {
+      s = near.pcm[near.pos++] * near.gain;
+      if (near.pos >= near.pcm.length) near = undefined;
+    }
+    const v = e + s + (rnd() * 2 - 1) * noiseAmp;
+    mic[i] = v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
+    micRing[(startIndex + i) % MIC_RING] = mic[i];
+    if (e16) e16[i] = Math.max(-32768, Math.min(32767, Math.round(e)));
+    if (n16) n16[i] = Math.max(-32768, Math.min(32767, Math.round(s)));
+    winSum += e * e;
+    if (++winN === 20 * perMs) {
+      const rms = Math.sqrt(winSum / winN);
+      if (rms > 10) {
+        echoWindows.push(rms);
+        if (echoWindows.length > 250) echoWindows.shift();
+      }
+      winSum = 0;
+      winN = 0;
+    }
+  }
+  // dropped samples (shrinking a backlog) never reach the mic, so they are not captured either
+  const skip = Math.min(drop, n);
+  drop -= skip;
+  if (outReady && skip < n) out.stdin.write(Buffer.from(mic.buffer, skip * 2));
+  if (capturing && skip < n) {
+    cap.mic.push(Buffer.from(mic.buffer, skip * 2));
+    cap.echo.push(Buffer.from(e16!.buffer, skip * 2));
+    cap.near.push(Buffer.from(n16!.buffer, skip * 2));
+  }
+  const gap = performance.now() - lastArrival;
+  if (gap > 80 && inClock.samples > 20 * ROOM_RATE / 1000) stalls++;
+  lastArrival = performance.now();
+});
+
+// ---- delay measurement and tracking -------------------------------------------------------------------------
+// A probe recorder on "mic" runs all the time. Every 500 ms its latest 200 ms are located in what the room wrote
+// (the room's noise makes the match sharp in silence too); each stream's sample clock pinned to wall time gives
+// the streams' share of the delay ("pipe"). pacat pauses after an underrun until its buffer refills, so under
+// load the pipe can only grow: the tracker drops the excess output at once, as a device glitch would.
+const PROBE_RING = 2 * ROOM_RATE;
+const probeRing = new Int16Array(PROBE_RING);
+const probeClock = new StreamClock();
+let probeCarry: Buffer | undefined;
+const probe = spawn('parec', ['--device=mic', ...RAW, '--latency-msec=10'], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+probe.stdout.on('data', (chunk: Buffer) => {
+  const data = probeCarry ? Buffer.concat([probeCarry, chunk]) : chunk;
+  const whole = data.length & ~1;
+  probeCarry = whole < data.length ? data.subarray(whole) : undefined;
+  const start = probeClock.samples;
+  for (let i = 0; i < whole / 2; i++) probeRing[(start + i) % PROBE_RING] = data.readInt16LE(i * 2);
+  probeClock.arrived(whole / 2);
+});
+try {
+  if (probe.pid) os.setPriority(probe.pid, -10);
+} catch {
+  /* not permitted */
+}
+let corrections = 0;
+let droppedMs = 0;
+let lastPipe: { pipeMs: number; at: number } | undefined;
+
+/** The streams' share of the delay now, or undefined when the probe has too little audio or no match. */
+let misses = 0;
+function measurePipe(): number | undefined {
+  const segLen = 200 * perMs;
+  const m1 = probeClock.samples - 20 * perMs; // leave the newest chunk (its arrival time is the least settled)
+  const m0 = m1 - segLen;
+  if (m0 < 0 || inClock.samples < ROOM_RATE) return undefined;
+  const seg = new Int16Array(segLen);
+  for (let i = 0; i < segLen; i++) seg[i] = probeRing[(m0 + i) % PROBE_RING];
+  // searched in the last 1 s written (a pipe above ~750 ms is corrected in steps); small FFTs keep this
+  // under a few ms, so the room's own loop never stalls on it
+  const end = inClock.samples;
+  // after two misses, the whole 4 s ring (at start pacat's pipe can hold more than 1 s)
+  const first = Math.max(0, end - (misses >= 2 ? MIC_RING : ROOM_RATE));
+  const written = new Int16Array(end - first);
+  for (let i = first; i < end; i++) written[i - first] = micRing[i % MIC_RING];
+  const { index, corr } = locate(written, seg);
+  // below 0.9 the segment straddles a glitch (an underrun's silence): wait for the next one
+  if (corr < 0.9) {
+    misses++;
+    return undefined;
+  }
+  misses = 0;
+  return probeClock.timeOf(m0) - inClock.timeOf(first + index);
+}
+
+// The last few pipe measurements: their median is what the delay line is set against (one odd measurement,
+// e.g. while a stream recovers from a stall, moves nothing).
+let pipes: number[] = [];
+let regulations = 0;
+const medianPipe = () => [...pipes].sort((a, b) => a - b)[Math.floor(pipes.length / 2)];
+
+function track(): void {
+  if (drop > 0) return;
+  const p = measurePipe();
+  if (p === undefined) return;
+  // A backlog beyond 15 ms (an underrun), or one the delay line cannot take up, is dropped; smaller moves (the
+  // two null sinks drift apart by ~0.1 ms/s here) are taken up by the delay line below.
+  if (p > PIPE_TARGET_MS + 15 || (currentDelayMs > 0 && p > currentDelayMs - 1)) {
+    drop = Math.round((p - PIPE_TARGET_MS) * perMs);
+    droppedMs += p - PIPE_TARGET_MS;
+    corrections++;
+    lastPipe = undefined;
+    pipes = [];
+    // The underrun put `drop` samples of silence into the mic that the capture does not hold, and the drop
+    // takes as many out of both: the capture stays on the mic's timeline only if that silence is added (here,
+    // up to 500 ms after it really happened).
+    if (capturing) {
+      const gap = Buffer.alloc(drop * 2);
+      cap.mic.push(gap);
+      cap.echo.push(gap);
+      cap.near.push(gap);
+      glitches.push({ index: capturedSamples(), ms: drop / perMs });
+    }
+    return;
+  }
+  pipes.push(p);
+  if (pipes.length > 5) pipes.shift();
+  lastPipe = { pipeMs: medianPipe(), at: performance.now() };
+  // keep the asked-for delay: the delay line takes up what the streams' share moved (more than 1 ms)
+  if (currentDelayMs > 0 && pipes.length >= 3) {
+    const want = Math.round((currentDelayMs - lastPipe.pipeMs) * perMs);
+    if (want >= 0 && Math.abs(want - filter.delaySamples) > perMs) {
+      // a longer pipe delays what follows at the mic: as much silence into the capture keeps it on the mic's
+      // timeline (a shorter one is left: the metrics' alignment tolerates a few ms)
+      if (capturing && filter.delaySamples > want) {
+        const gap = Buffer.alloc((filter.delaySamples - want) * 2);
+        cap.mic.push(gap);
+        cap.echo.push(gap);
+        cap.near.push(gap);
+      }
+      filter.delaySamples = want;
+      regulations++;
+    }
+  }
+}
+const tracker = setInterval(track, 500);
+
+/** Waits for a fresh pipe measurement (one taken after now, with the delay line set against 3 or more), at most 8 s. */
+async function measure(): Promise<DelayMeasurement> {
+  const asked = performance.now();
+  while (!(lastPipe && lastPipe.at > asked && pipes.length >= 3)) {
+    if (performance.now() - asked > 8000) throw new Error('echo room: no delay measurement within 8 s (the probe on "mic" does not match what the room wrote)');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const internalMs = filter.delaySamples / perMs;
+  return { delayMs: internalMs + lastPipe.pipeMs, internalMs, pipeMs: lastPipe.pipeMs, stalls, corrections, droppedMs, regulations };
+}
+
+async function setDelay(ms: number): Promise<DelayMeasurement> {
+  const pipe = lastPipe?.pipeMs ?? (await measure()).pipeMs;
+  const d = Math.round((ms - pipe) * perMs);
+  if (d < 0) throw new Error(`echo room: the PulseAudio streams alone take ${pipe.toFixed(1)} ms, more than the ${ms} ms asked for`);
+  filter.delaySamples = d;
+  currentDelayMs = ms;
+  if (capturing) delayLog.push({ index: capturedSamples(), delayMs: ms });
+  return measure();
+}
+
+function echoLevel(): number {
+  if (echoWindows.length === 0) return -Infinity;
+  const p = echoWindows.reduce((s, r) => s + r * r, 0) / echoWindows.length;
+  return 10 * Math.log10(p / 32768 ** 2);
+}
+
+process.on('message', async (m: { id: number; cmd: string; arg?: any }) => {
+  try {
+    let value: unknown;
+    switch (m.cmd) {
+      case 'setDelay':
+        value = await setDelay(m.arg as number);
+        break;
+      case 'measure':
+        value = await measure();
+        break;
+      case 'near': {
+        const b = Buffer.from(m.arg.b64 as string, 'base64');
+        const pcm = new Int16Array(b.buffer, b.byteOffset, b.length / 2);
+        // RMS over the non-silent 20 ms windows of the clip
+        let sum = 0;
+        let cnt = 0;
+        for (let i = 0; i + 960 <= pcm.length; i += 960) {
+          let w = 0;
+          for (let k = i; k < i + 960; k++) w += pcm[k] * pcm[k];
+          if (Math.sqrt(w / 960) > 100) {
+            sum += w;
+            cnt += 960;
+          }
+        }
+        const clipDb = 10 * Math.log10(Math.max(1e-9, sum / Math.max(1, cnt)) / 32768 ** 2);
+        const level = m.arg.level as { relativeToEchoDb?: number; dbfs?: number };
+        const echoDb = echoLevel();
+        const target = level.relativeToEchoDb !== undefined && Number.isFinite(echoDb) ? echoDb + level.relativeToEchoDb : (level.dbfs ?? -30);
+        const gainDb = target - clipDb;
+        near = { pcm, gain: 10 ** (gainDb / 20), pos: 0 };
+        value = { gainDb };
+        break;
+      }
+      case 'stopNear':
+        near = undefined;
+        break;
+      case 'echoLevel':
+        value = echoLevel();
+        break;
+      case 'startCapture':
+        cap = { echo: [], near: [], mic: [] };
+        echoWindows.length = 0; // the echo level of this run only
+        delayLog = [{ index: 0, delayMs: currentDelayMs }];
+        glitches = [];
+        capturing = true;
+        break;
+      case 'stopCapture': {
+        capturing = false;
+        const dir = m.arg as string;
+        const files = {} as Record<'echo' | 'near' | 'mic', string>;
+        for (const k of ['echo', 'near', 'mic'] as const) {
+          files[k] = path.join(dir, `${k}-${process.pid}-${m.id}.raw`);
+          writeFileSync(files[k], Buffer.concat(cap[k]));
+        }
+        cap = { echo: [], near: [], mic: [] };
+        value = { files, delayLog, glitches };
+        break;
+      }
+      default:
+        throw new Error(`unknown command ${m.cmd}`);
+    }
+    send({ t: 'reply', id: m.id, value });
+  } catch (err) {
+    send({ t: 'reply', id: m.id, error: (err as Error).message });
+  }
+});
+
+const quit = () => {
+  clearInterval(tracker);
+  probe.kill('SIGTERM');
+  inp.kill('SIGTERM');
+  out.kill('SIGTERM');
+  process.exit(0);
+};
+process.on('SIGTERM', quit);
+process.on('disconnect', quit);
+inp.on('exit', (code) => {
+  process.stderr.write(`echo room: parec on speaker.monitor exited (${code})\n`);
+  process.exit(1);
+});
+
+// ready once audio flows (the first chunks from parec)
+const waitFlow = setInterval(() => {
+  if (outReady && inClock.samples >= 200 * perMs) {
+    clearInterval(waitFlow);
+    send({ t: 'ready' });
+  }
+}, 20);
