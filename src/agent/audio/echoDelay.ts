@@ -34,6 +34,8 @@ export interface DelayEstimate {
 
 /** RMS (s16) above which a 20 ms block of reference counts as playing (about -50 dBFS). */
 const ACTIVE_RMS = 100;
+/** RMS (s16) of the microphone window below which nothing is estimated (about -80 dBFS) */
+const QUIET_MIC_RMS = 3;
 /** part of the searched reference span that must be playing for an estimate */
 const MIN_ACTIVE = 0.2;
 const BLOCK = ESTIMATOR_RATE / 50; // 20 ms
@@ -72,7 +74,7 @@ export class EchoDelay {
   current: DelayEstimate | undefined;
   /** the last estimate made, agreeing or not */
   last: DelayEstimate | undefined;
-  readonly stats = { estimates: 0, skippedInactive: 0, lowConfidence: 0, changes: 0 };
+  readonly stats = { estimates: 0, skippedInactive: 0, skippedQuietMic: 0, lowConfidence: 0, changes: 0 };
 
   constructor(o: EchoDelayOptions) {
     this.minMs = o.minMs ?? 0;
@@ -173,6 +175,14 @@ export class EchoDelay {
     for (let b = 0; b < this.refBlockEnergy.length; b++) if (this.refBlockEnergy[b] > limit) active++;
     if (active < MIN_ACTIVE * this.refBlockEnergy.length) {
       this.stats.skippedInactive++;
+      return undefined;
+    }
+    // A microphone in digital silence (muted, a virtual card) has no echo to find; whitening its rounding
+    // residue would make a peak out of nothing.
+    let micEnergy = 0;
+    for (let t = 0; t < this.window; t++) micEnergy += this.micRing[t] * this.micRing[t];
+    if (micEnergy < QUIET_MIC_RMS * QUIET_MIC_RMS * this.window) {
+      this.stats.skippedQuietMic++;
       return undefined;
     }
     this.stats.estimates++;

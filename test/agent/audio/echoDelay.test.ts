@@ -116,3 +116,11 @@ describe('stream placement on the timeline', () => {
     expect(out.every((v) => v === 0)).toBe(true);
   });
 });
+
+describe('echo delay on a silent microphone', () => {
+  it('a microphone in digital silence (muted, the plain virtual card) gives no delay, however loud the reference', () => {
+    const { est, delays } = track(far, new Int16Array(far.length));
+    expect(delays.every((d) => d === undefined)).toBe(true);
+    expect(est.stats.skippedQuietMic).toBeGreaterThan(10);
+  });
+});
