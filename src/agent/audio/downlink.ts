@@ -154,7 +154,7 @@ export class Downlink {
       this.stats.framesSilence++;
     }
     this.echoGate.notePlayback(frame, this.playback.queuedMs);
-    this.echoReference?.notePlayback(frame, this.playback.queuedMs);
+    this.echoReference?.notePlayback(frame, this.playback.queuedMs, this.playback.starvedMs);
     const before = this.playback.queuedMs;
     this.playback.write(frame);
     if (this.pendingCount === FIFO) {

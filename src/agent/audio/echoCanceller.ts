@@ -50,6 +50,8 @@ export interface AecStats {
   framesProcessed: number;
 }
 
+/** how far back (frames) the delay estimator works (see process) */
+const ESTIMATOR_LAG_FRAMES = 3;
 /** A block of this many frames with the reference playing gives one ERLE measurement (200 ms). */
 const BLOCK_FRAMES = 10;
 /** ERLE (dB) a block must reach, twice in a row, to count as converged */
@@ -75,6 +77,7 @@ export class EchoCanceller {
   private readonly cleaned: Int16Array;
   private readonly margin: number;
   private readonly refNow: Int16Array;
+  private readonly micHistory: Int16Array;
   private readonly refAligned: Int16Array;
   private readonly out48 = new Int16Array(FRAME_SAMPLES);
   private readonly log: Logger;
@@ -108,6 +111,7 @@ export class EchoCanceller {
     }
     this.clock = new StreamClock((JUMP_MS * this.rate) / 1000);
     this.refNow = new Int16Array(this.frame);
+    this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
     this.log = o.logger ?? silentLogger;
   }
@@ -121,8 +125,16 @@ export class EchoCanceller {
     this.counts.framesProcessed++;
     // the frame's first sample was captured one frame before it was delivered
     const pos = this.clock.place(nsToSamples(capturedAtNs, this.rate) - this.frame, this.frame);
-    this.reference.read(pos, this.refNow);
-    if (this.delay.push(mic, this.refNow)) this.onDelay();
+    // The estimator looks ESTIMATOR_LAG_FRAMES back, where the reference is surely written (after an underrun
+    // the downlink writes each frame just as it is played); the same lag on both sides leaves the delay as it is.
+    const slots = ESTIMATOR_LAG_FRAMES + 1;
+    const n = this.counts.framesProcessed;
+    this.micHistory.set(mic, (n % slots) * this.frame);
+    if (n > ESTIMATOR_LAG_FRAMES) {
+      const old = ((n - ESTIMATOR_LAG_FRAMES) % slots) * this.frame;
+      this.reference.read(pos - ESTIMATOR_LAG_FRAMES * this.frame, this.refNow);
+      if (this.delay.push(this.micHistory.subarray(old, old + this.frame), this.refNow)) this.onDelay();
+    }
     let out: Int16Array = mic;
     if (this.delayInUse !== undefined) {
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);

@@ -7,7 +7,7 @@ import { EchoReference, StreamClock } from '../../../src/agent/audio/echoReferen
 import { Resampler } from '../../../src/common/audio/resample.js';
 import { SAMPLE_RATE } from '../../../src/protocol/media.js';
 import { speechClip } from '../../support/speechWav.js';
-import { atLevel, buildRoom, farEndSpeech, runCall } from '../../support/syntheticRoom.js';
+import { atLevel, buildRoom, energyRatioDb, farEndSpeech, runCall } from '../../support/syntheticRoom.js';
 
 const S = SAMPLE_RATE;
 const far = atLevel(farEndSpeech(20), -20);
@@ -122,5 +122,55 @@ describe('echo delay on a silent microphone', () => {
     const { est, delays } = track(far, new Int16Array(far.length));
     expect(delays.every((d) => d === undefined)).toBe(true);
     expect(est.stats.skippedQuietMic).toBeGreaterThan(10);
+  });
+});
+
+describe('an underrun on the speaker', () => {
+  /** The device starves for 40 ms at 10 s: everything played after is heard 40 ms later. The reference is told
+   *  (PlaybackDevice.starvedMs) or not. */
+  function underrun(tellReference: boolean) {
+    const k0 = 500; // frame index of the underrun (10 s)
+    const gap = (40 * S) / 1000;
+    const heard = new Int16Array(far.length + gap);
+    heard.set(far.subarray(0, k0 * 960), 0);
+    heard.set(far.subarray(k0 * 960), k0 * 960 + gap);
+    const room = buildRoom({ farEnd: heard, delayMs: 87, echoGainDb: -6, noiseDbfs: -65 });
+    let ns = 0n;
+    const t0 = 1_000_000_000_000n;
+    const reference = new EchoReference({ rate: 16_000, nowNs: () => ns });
+    const aec = new EchoCanceller({ reference });
+    const states: AecState[] = [];
+    aec.onState = (s) => states.push(s);
+    const frameNs = 20_000_000n;
+    const playedAt = (i: number) => t0 + BigInt(i) * frameNs + (i >= k0 ? 40_000_000n : 0n);
+    let next = 0;
+    const sent = new Int16Array(room.mic.length);
+    for (let j = 0; (j + 1) * 960 <= room.mic.length; j++) {
+      const capturedAt = t0 + BigInt(j + 1) * frameNs;
+      while (next * 960 < far.length && playedAt(next) < capturedAt + frameNs) {
+        ns = playedAt(next);
+        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0, tellReference ? (next >= k0 ? 40 : 0) : undefined);
+        next++;
+      }
+      ns = capturedAt;
+      sent.set(aec.process(room.mic.slice(j * 960, (j + 1) * 960), capturedAt), j * 960);
+    }
+    const stats = aec.stats();
+    aec.close();
+    // the echo reduction in the second after the underrun (as heard: from 10.04 s + 87 ms)
+    return { states, stats, erleAfter: energyRatioDb(room.mic, sent, 10.15 * S, 11.15 * S) };
+  }
+
+  it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no gate', () => {
+    const told = underrun(true);
+    expect(told.stats.delayChanges).toBe(1);
+    expect(told.states).toEqual(['converged']);
+    expect(told.erleAfter).toBeGreaterThanOrEqual(25);
+    // without it the echo moves 40 ms and the canceller must find it again (so the check above can fail)
+    const blind = underrun(false);
+    expect(blind.stats.delayChanges).toBe(2);
+    expect(blind.states).toEqual(['converged', 'converging', 'converged']);
+    expect(blind.stats.delayMs).toBeCloseTo(127, 0);
+    expect(blind.erleAfter).toBeLessThan(10);
   });
 });

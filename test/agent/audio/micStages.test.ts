@@ -102,9 +102,15 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     // converged: the user talking over the assistant is sent
     expect(modes[Math.floor(6000 / 20)]).toBe('full-duplex');
     expect(bestCorrelation(sent, room.near, 6 * S, 6 * S + clip.length).r).toBeGreaterThan(0.9);
-    // the delay changed at 14 s: converging (gate) with the reason, then converged again; each logged once
-    expect(logged.map((l) => l.state)).toEqual(['converged', 'converging', 'converged']);
-    expect(logged[1].reason).toMatch(/delay changed/);
+    // the delay changed at 14 s: the filter now adds echo of its own (diverged) and/or the new delay is found
+    // (converging): the gate either way, each change logged once with its reason; then converged again
+    const states = logged.map((l) => l.state);
+    expect(states[0]).toBe('converged');
+    expect(states.at(-1)).toBe('converged');
+    expect(states.slice(1, -1).length).toBeGreaterThan(0);
+    expect(states.slice(1, -1).every((s) => s === 'converging' || s === 'diverged')).toBe(true);
+    expect(logged.find((l) => l.state === 'converging')?.reason).toMatch(/delay changed from 87 to 150/);
+    expect(states.every((s, i) => i === 0 || s !== states[i - 1])).toBe(true);
     expect(modes.slice(700, 1200)).toContain('half-duplex');
     expect(modes.at(-1)).toBe('full-duplex');
   });
