@@ -76,7 +76,7 @@ export async function checkEcho(
         let frame: Int16Array = silence;
         if (written >= 0 && written * FRAME_SAMPLES < signal.length) frame = signal.subarray(written * FRAME_SAMPLES, (written + 1) * FRAME_SAMPLES);
         if (written >= 0) written++;
-        reference.notePlayback(frame, pb!.queuedMs);
+        reference.notePlayback(frame, pb!.queuedMs, pb!.starvedMs);
         const before = pb!.queuedMs;
         pb!.write(frame);
         if (pb!.queuedMs <= before && pb!.queuedMs < 20) return;
