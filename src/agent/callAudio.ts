@@ -57,6 +57,7 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     await uplink.stop().catch(() => undefined);
     await downlink.stop().catch(() => undefined);
     aec?.canceller.close();
+    aec?.reference.close();
     throw new AgentError(
       'audio',
       `cannot open the sound card (capture "${o.settings.captureDevice}", playback "${o.settings.playbackDevice}"): ${(err as Error).message}`,
@@ -75,14 +76,15 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
       await uplink.stop();
       await downlink.stop();
       aec?.canceller.close();
+      aec?.reference.close();
     },
   };
 }
 
 /** The canceller for audio.duplex auto; without libspeexdsp the agent says why once and keeps the gate (half). */
 function openEchoCanceller(logger: Logger): { reference: EchoReference; canceller: EchoCanceller } | undefined {
-  const reference = new EchoReference({ rate: 16_000 });
   try {
+    const reference = new EchoReference({ rate: 16_000 });
     return { reference, canceller: new EchoCanceller({ reference, logger }) };
   } catch (err) {
     logger.warn({ err: (err as Error).message }, 'echo canceller unavailable: the microphone is gated while the speaker plays (half duplex)');

@@ -49,12 +49,13 @@ export async function checkEcho(
 ): Promise<EchoCheckResult> {
   if (!backend) return { name: 'echo', status: 'skip', detail: 'the audio addon does not load' };
   if (daemon) return { name: 'echo', status: 'skip', detail: 'the running agent holds the sound card: `speaker-agent status` shows its echo canceller' };
-  let reference: EchoReference;
+  let reference: EchoReference | undefined;
   let aec: EchoCanceller;
   try {
     reference = new EchoReference({ rate: 16_000 });
     aec = new EchoCanceller({ reference });
   } catch (err) {
+    reference?.close();
     return { name: 'echo', status: 'fail', detail: (err as Error).message, fix: 'apt install libspeexdsp1   (or set audio.duplex to half)', category: 'audio' };
   }
   const signal = probe(probeMs);
@@ -109,6 +110,8 @@ export async function checkEcho(
     written = 0;
     await sleep(probeMs + 400);
   } catch (err) {
+    aec.close();
+    reference.close();
     return { name: 'echo', status: 'fail', detail: `cannot play and record at once: ${(err as Error).message}`, fix: 'see the capture and playback checks', category: 'audio' };
   } finally {
     if (pb) pb.onHanded = undefined;
@@ -117,6 +120,7 @@ export async function checkEcho(
   }
   const stats = aec.stats();
   aec.close();
+  reference.close();
   const delay = stats.delayMs;
   const dbfs = (sum: number, n: number) => (sum > 0 ? 10 * Math.log10(sum / n / 32768 ** 2) : -Infinity);
   const quiet = dbfs(quietSum, Math.max(1, quietN));

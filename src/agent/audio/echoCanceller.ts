@@ -8,11 +8,10 @@
 // collapsed). The mic stage (micStages.ts) lets the half-duplex gate take over unless it is converged.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
-import { Resampler } from '../../common/audio/resample.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { EchoDelay } from './echoDelay.js';
 import { EchoReference, JUMP_MS, nsToSamples, StreamClock } from './echoReference.js';
-import { SpeexEcho } from './speexEcho.js';
+import { SpeexEcho, SpeexResampler } from './speexEcho.js';
 
 export type AecState = 'converging' | 'converged' | 'diverged';
 
@@ -69,8 +68,8 @@ export class EchoCanceller {
   private readonly reference: EchoReference;
   private readonly speex: SpeexEcho;
   private readonly delay: EchoDelay;
-  private readonly down: Resampler | undefined;
-  private readonly up: Resampler | undefined;
+  private readonly down: SpeexResampler | undefined;
+  private readonly up: SpeexResampler | undefined;
   private readonly clock: StreamClock;
   private readonly frame: number; // samples per frame at the processing rate
   private readonly sub: number; // samples per speex frame
@@ -106,8 +105,8 @@ export class EchoCanceller {
     this.cleaned = new Int16Array(this.frame);
     this.delay = new EchoDelay({ rate: this.rate });
     if (this.rate !== SAMPLE_RATE) {
-      this.down = new Resampler(SAMPLE_RATE, this.rate, { tapsPerPhase: 24 * (SAMPLE_RATE / this.rate) });
-      this.up = new Resampler(this.rate, SAMPLE_RATE);
+      this.down = new SpeexResampler(SAMPLE_RATE, this.rate);
+      this.up = new SpeexResampler(this.rate, SAMPLE_RATE);
     }
     this.clock = new StreamClock((JUMP_MS * this.rate) / 1000);
     this.refNow = new Int16Array(this.frame);
@@ -177,6 +176,9 @@ export class EchoCanceller {
     if (this.closed) return;
     this.closed = true;
     this.speex.close();
+    this.delay.close();
+    this.down?.close();
+    this.up?.close();
   }
 
   private onDelay(): void {

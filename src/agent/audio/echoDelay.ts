@@ -8,8 +8,8 @@
 // spectrum flatten out and the echo's delay stands as one sharp peak. Only windows where the reference was
 // playing for a good part are used. A peak counts when it stands well above the correlation's floor
 // (confidence = peak / RMS over the searched lags); a new delay is taken when two estimates in a row agree.
-import { Resampler } from '../../common/audio/resample.js';
 import { fft } from '../../common/audio/signal.js';
+import { SpeexResampler } from './speexEcho.js';
 
 export const ESTIMATOR_RATE = 4000;
 
@@ -61,8 +61,8 @@ export class EchoDelay {
   private readonly refBlockEnergy: Float64Array;
   private written = 0;
   private sinceEstimate = 0;
-  private readonly micDown: Resampler | undefined;
-  private readonly refDown: Resampler | undefined;
+  private readonly micDown: SpeexResampler | undefined;
+  private readonly refDown: SpeexResampler | undefined;
   private readonly mr: Float64Array;
   private readonly mi: Float64Array;
   private readonly rr: Float64Array;
@@ -95,7 +95,7 @@ export class EchoDelay {
     this.micRing = new Float32Array(this.window);
     this.refRing = new Float32Array(this.span);
     this.refBlockEnergy = new Float64Array(this.span / BLOCK);
-    const down = (): Resampler | undefined => (o.rate === ESTIMATOR_RATE ? undefined : new Resampler(o.rate, ESTIMATOR_RATE, { tapsPerPhase: 8 * (o.rate / ESTIMATOR_RATE) }));
+    const down = (): SpeexResampler | undefined => (o.rate === ESTIMATOR_RATE ? undefined : new SpeexResampler(o.rate, ESTIMATOR_RATE));
     this.micDown = down();
     this.refDown = down();
     this.mr = new Float64Array(n);
@@ -139,8 +139,12 @@ export class EchoDelay {
     this.current = undefined;
     this.pending = undefined;
     this.last = undefined;
-    this.micDown?.reset();
-    this.refDown?.reset();
+  }
+
+  /** Frees the resamplers (libspeexdsp). */
+  close(): void {
+    this.micDown?.close();
+    this.refDown?.close();
   }
 
   private estimateAndTrack(): boolean {

@@ -4,8 +4,8 @@
 // contiguous on the card's clock, so positions advance by exactly the frame length; the hrtime stamps (jittery
 // by a few ms in JS callbacks) only re-anchor the stream when it really jumped (a device reopen, an underrun).
 // Slots nothing was written to read as zeros: no playback is silence in the reference.
-import { Resampler } from '../../common/audio/resample.js';
 import { SAMPLE_RATE } from '../../protocol/media.js';
+import { SpeexResampler } from './speexEcho.js';
 
 /** Places the frames of one contiguous stream on the absolute timeline, re-anchoring only on real jumps. */
 export class StreamClock {
@@ -72,7 +72,7 @@ export class EchoReference {
   readonly rate: number;
   private readonly ring: Int16Array;
   private readonly size: number;
-  private readonly down: Resampler | undefined;
+  private readonly down: SpeexResampler | undefined;
   private readonly clock: StreamClock;
   private readonly nowNs: () => bigint;
   /** end of what was written (absolute position); slots before end - size are gone */
@@ -84,7 +84,7 @@ export class EchoReference {
     this.rate = o.rate;
     this.size = Math.round(((o.ringMs ?? 2500) * o.rate) / 1000);
     this.ring = new Int16Array(this.size);
-    this.down = o.rate === SAMPLE_RATE ? undefined : new Resampler(SAMPLE_RATE, o.rate, { tapsPerPhase: 24 * (SAMPLE_RATE / o.rate) });
+    this.down = o.rate === SAMPLE_RATE ? undefined : new SpeexResampler(SAMPLE_RATE, o.rate);
     this.clock = new StreamClock((JUMP_MS * o.rate) / 1000);
     this.nowNs = o.nowNs ?? (() => process.hrtime.bigint());
   }
@@ -137,7 +137,11 @@ export class EchoReference {
     this.lastStarvedMs = undefined;
     this.end = -Infinity;
     this.clock.reset();
-    this.down?.reset();
+  }
+
+  /** Frees the resampler (libspeexdsp). */
+  close(): void {
+    this.down?.close();
   }
 }
 

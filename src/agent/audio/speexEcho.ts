@@ -26,6 +26,9 @@ interface SpeexApi {
   preCtl: Fn;
   preCtlPtr: Fn;
   preRun: Fn;
+  rsInit: Fn;
+  rsProcess: Fn;
+  rsDestroy: Fn;
 }
 
 export const SPEEXDSP_LIBRARY = 'libspeexdsp.so.1';
@@ -54,6 +57,11 @@ function speex(): SpeexApi {
     preCtl: lib.func('int speex_preprocess_ctl(void *st, int request, _Inout_ int32_t *ptr)') as Fn,
     preCtlPtr: lib.func('int speex_preprocess_ctl(void *st, int request, void *ptr)') as Fn,
     preRun: lib.func('int speex_preprocess_run(void *st, int16_t *x)') as Fn,
+    rsInit: lib.func('void *speex_resampler_init(uint32_t channels, uint32_t in_rate, uint32_t out_rate, int quality, _Out_ int *err)') as Fn,
+    rsProcess: lib.func(
+      'int speex_resampler_process_int(void *st, uint32_t channel, const int16_t *input, _Inout_ uint32_t *in_len, int16_t *output, _Inout_ uint32_t *out_len)',
+    ) as Fn,
+    rsDestroy: lib.func('void speex_resampler_destroy(void *st)') as Fn,
   };
   return api;
 }
@@ -137,5 +145,47 @@ export class SpeexEcho {
     api!.echoDestroy(this.echo);
     this.echo = undefined;
     this.pre = undefined;
+  }
+}
+
+/**
+ * libspeexdsp's resampler, for the canceller's fixed frames (48 <-> 16 kHz, 16 -> 4 kHz): quality 3 (its "VoIP"
+ * setting) costs 0.5 ms per second of audio for the microphone's way down and up, against 2.9 ms for the
+ * project's JS polyphase resampler (src/common/audio/resample.ts), for 1.5 ms more delay (3 ms both ways).
+ * For integer ratios and whole frames, every call returns exactly input x out/in samples.
+ */
+export class SpeexResampler {
+  private st: unknown;
+  private out: Int16Array;
+  private readonly inLen = [0];
+  private readonly outLen = [0];
+
+  constructor(
+    readonly inRate: number,
+    readonly outRate: number,
+    quality = 3,
+  ) {
+    const s = speex();
+    const err = [0];
+    this.st = s.rsInit(1, inRate, outRate, quality, err);
+    if (!this.st) throw new AgentError('audio', `speex_resampler_init ${inRate} -> ${outRate} failed (${err[0]})`);
+    this.out = new Int16Array(0);
+  }
+
+  /** Converts one chunk; the result is a buffer reused by the next call. */
+  process(input: Int16Array): Int16Array {
+    if (!this.st) throw new AgentError('audio', 'speex resampler used after close()');
+    const want = Math.ceil((input.length * this.outRate) / this.inRate) + 8;
+    if (this.out.length < want) this.out = new Int16Array(want);
+    this.inLen[0] = input.length;
+    this.outLen[0] = this.out.length;
+    api!.rsProcess(this.st, 0, input, this.inLen, this.out, this.outLen);
+    return this.out.subarray(0, this.outLen[0]);
+  }
+
+  close(): void {
+    if (!this.st) return;
+    api!.rsDestroy(this.st);
+    this.st = undefined;
   }
 }
