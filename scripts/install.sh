@@ -5,7 +5,7 @@
 #   sudo scripts/install.sh --uninstall [--purge]
 #
 # Steps (each is skipped when already done, so running it twice changes nothing):
-#   1. Debian packages the agent needs (ALSA tools, PortAudio, espeak-ng, pocketsphinx, ffmpeg, build tools)
+#   1. Debian packages the agent needs (ALSA tools, PortAudio, espeak-ng, pocketsphinx, libspeexdsp, ffmpeg, build tools)
 #   2. Node.js >= 20.10
 #   3. the project in /opt/speaker-agent (`npm ci --omit=dev`, native addons build from source)
 #   4. the system user `speaker-agent` in the `audio` group
@@ -98,7 +98,7 @@ case "$(uname -m)" in
   *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
 esac
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev libespeak-ng1 espeak-ng-data
-      libpocketsphinx3 pocketsphinx-en-us ffmpeg python3 make g++ ca-certificates)
+      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 python3 make g++ ca-certificates)
 # "a|b" specs are picked by what apt offers (scripts/debian-packages.sh, shared with setup.sh)
 . "$SRC/scripts/debian-packages.sh"
 mapfile -t unmet < <(deb_unmet "${PKGS[@]}")

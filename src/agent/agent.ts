@@ -4,6 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../common/logger.js';
 import type { AudioBackend } from './audio/audioDevice.js';
+import type { AecStats } from './audio/echoCanceller.js';
 import { Call, type FunctionRecord, type TranscriptRole } from './call.js';
 import { openCallAudio, type CallAudio } from './callAudio.js';
 import { AgentError, toAgentError } from './errors.js';
@@ -44,6 +45,8 @@ export interface AgentStatus {
   nextAttemptAt: string | null;
   /** the sound card's devices (reopened in the background when they fail) */
   audioDevices: { microphone: string; speaker: string } | null;
+  /** the echo canceller (audio.duplex auto): state, delay, echo reduction; null when it does not run */
+  echoCanceller: AecStats | null;
 }
 
 export interface SpeakerAgentDeps {
@@ -186,6 +189,7 @@ export class SpeakerAgent extends EventEmitter {
       startedAt: this.status.startedAt,
       nextAttemptAt: this.status.nextAttemptAt,
       audioDevices: this.audio?.deviceStates() ?? null,
+      echoCanceller: this.audio?.echoCanceller() ?? null,
     };
   }
 

@@ -1,15 +1,17 @@
 // The agent's sound path, opened once for the whole run and shared by successive calls: the audio engineer's
-// Uplink (mic -> stages: echo gate -> Opus) and Downlink (RTP -> jitter buffer -> Opus -> speaker), wired to the
+// Uplink (mic -> stages: echo canceller -> echo gate -> Opus) and Downlink (RTP -> jitter buffer -> Opus -> speaker), wired to the
 // configured devices. Between calls the uplink has no sink, so nothing is encoded. The devices are resilient:
 // a busy, missing or failing card is reopened in the background while the call stays up.
 import type { Logger } from '../common/logger.js';
 import type { AudioBackend } from './audio/audioDevice.js';
 import { Downlink } from './audio/downlink.js';
+import { EchoCanceller, type AecStats } from './audio/echoCanceller.js';
 import { EchoGate } from './audio/echoGate.js';
+import { EchoReference } from './audio/echoReference.js';
 import { JitterBuffer } from './audio/jitterBuffer.js';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../common/audio/opusCodec.js';
 import { ResilientCapture, ResilientPlayback, type DeviceState } from './audio/resilientDevice.js';
-import { echoGateStage } from './audio/micStages.js';
+import { echoCancelStage, echoGateStage, type MicStage } from './audio/micStages.js';
 import { Uplink, type PacketSink } from './audio/uplink.js';
 import { AgentError } from './errors.js';
 import type { Settings } from './settings.js';
@@ -26,11 +28,14 @@ export interface CallAudio {
   readonly downlink: Downlink;
   /** open | opening | retrying | closed, for status */
   deviceStates(): { microphone: DeviceState; speaker: DeviceState };
+  /** the echo canceller's state, delay and echo reduction; undefined when it does not run (duplex half/full) */
+  echoCanceller(): AecStats | undefined;
   close(): Promise<void>;
 }
 
 export async function openCallAudio(o: { backend: AudioBackend; settings: Settings['audio']; logger: Logger }): Promise<CallAudio> {
   const echoGate = new EchoGate({ mode: o.settings.duplex === 'full' ? 'full-duplex' : 'half-duplex', tailMs: o.settings.echoTailMs });
+  const aec = o.settings.duplex === 'auto' ? openEchoCanceller(o.logger) : undefined;
   const speaker = new ResilientPlayback({ backend: o.backend, deviceName: o.settings.playbackDevice, logger: o.logger });
   const microphone = new ResilientCapture({ backend: o.backend, deviceName: o.settings.captureDevice, logger: o.logger });
   const downlink = new Downlink({
@@ -38,16 +43,21 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     decoder: new OpusFrameDecoder(),
     jitter: new JitterBuffer(),
     echoGate,
+    echoReference: aec?.reference,
     logger: o.logger,
   });
   // The microphone path, assembled here only (micStages.ts): an echo canceller or a wake word tap goes in this list.
-  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), stages: [echoGateStage(echoGate)], logger: o.logger });
+  const stages: MicStage[] = [echoGateStage(echoGate)];
+  if (aec) stages.unshift(echoCancelStage(aec.canceller, echoGate));
+  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), stages, logger: o.logger });
   try {
     await downlink.start();
     await uplink.start(undefined);
   } catch (err) {
     await uplink.stop().catch(() => undefined);
     await downlink.stop().catch(() => undefined);
+    aec?.canceller.close();
+    aec?.reference.close();
     throw new AgentError(
       'audio',
       `cannot open the sound card (capture "${o.settings.captureDevice}", playback "${o.settings.playbackDevice}"): ${(err as Error).message}`,
@@ -58,12 +68,26 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     uplink,
     downlink,
     deviceStates: () => ({ microphone: microphone.state, speaker: speaker.state }),
+    echoCanceller: () => aec?.canceller.stats(),
     setSink: (sink) => uplink.setSink(sink),
     push: (p, ns) => downlink.push(p, ns),
     resetDownlink: () => downlink.resetStream(),
     close: async () => {
       await uplink.stop();
       await downlink.stop();
+      aec?.canceller.close();
+      aec?.reference.close();
     },
   };
+}
+
+/** The canceller for audio.duplex auto; without libspeexdsp the agent says why once and keeps the gate (half). */
+function openEchoCanceller(logger: Logger): { reference: EchoReference; canceller: EchoCanceller } | undefined {
+  try {
+    const reference = new EchoReference({ rate: 16_000 });
+    return { reference, canceller: new EchoCanceller({ reference, logger }) };
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'echo canceller unavailable: the microphone is gated while the speaker plays (half duplex)');
+    return undefined;
+  }
 }

@@ -33,8 +33,10 @@ export const SettingsSchema = z.object({
   audio: z.prefault(z.object({
     captureDevice: withEnv(z._default(z.nonEmpty(), 'default'), 'SPEAKER_AGENT_CAPTURE_DEVICE', 'PortAudio/ALSA capture device name'),
     playbackDevice: withEnv(z._default(z.nonEmpty(), 'default'), 'SPEAKER_AGENT_PLAYBACK_DEVICE', 'PortAudio/ALSA playback device name'),
-    /** half: the microphone is gated while the speaker plays (no echo canceller); full: always open */
-    duplex: withEnv(z._default(z.enum(['half', 'full']), 'half'), 'SPEAKER_AGENT_DUPLEX', 'half or full'),
+    /** auto: the agent cancels the speaker's echo and the microphone stays open (the half-duplex gate only while
+     *  the canceller has not converged or has diverged); half: the microphone is gated while the speaker plays
+     *  (no canceller); full: always open, no canceller (the sound server cancels echo) */
+    duplex: withEnv(z._default(z.enum(['auto', 'half', 'full']), 'auto'), 'SPEAKER_AGENT_DUPLEX', 'auto, half or full'),
     /** how long the mic stays gated after playback stops (room echo tail) */
     echoTailMs: withEnv(z._default(z.coercedInt(0, 2_000), DEFAULT_ECHO_TAIL_MS), 'SPEAKER_AGENT_ECHO_TAIL_MS', 'mic gate hold after playback (ms)'),
   }), {}),

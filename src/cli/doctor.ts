@@ -14,6 +14,7 @@ import { loadSettings, type LoadedSettings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
+import { checkEcho } from './echoCheck.js';
 import { readStatus } from './statusClient.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -32,6 +33,8 @@ export interface CheckResult {
 export interface DoctorOptions {
   /** skip the realtime call (ICE/data channel) check */
   skipCall?: boolean;
+  /** skip the echo check (it plays a 1.5 s noise probe through the speaker) */
+  skipEcho?: boolean;
   /** how long the microphone is sampled */
   micMs?: number;
   backend?: () => Promise<AudioBackend>;
@@ -141,6 +144,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     const out: CheckResult[] = [];
     out.push(await timed('capture', () => checkCapture(backend, a.captureDevice, opts.micMs ?? 800, daemonRunning)));
     out.push(await timed('playback', () => checkPlayback(backend, a.playbackDevice, daemonRunning)));
+    if (!opts.skipEcho) out.push(await timed('echo', () => checkEcho(backend, a.captureDevice, a.playbackDevice, daemonRunning)));
     out.push(await timed('mixer', () => checkMixer(loaded!)));
     return out;
   };

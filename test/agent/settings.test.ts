@@ -13,7 +13,7 @@ describe('settings', () => {
     const dir = await tmp();
     const r = loadSettings({ configDir: dir, env: { STATE_DIRECTORY: '/var/lib/speaker-agent' } });
     expect(r.settings.audio.captureDevice).toBe('default');
-    expect(r.settings.audio.duplex).toBe('half');
+    expect(r.settings.audio.duplex).toBe('auto');
     expect(r.settings.mixer.card).toBe('default');
     expect(r.settings.mixer.control).toBeUndefined();
     expect(r.settings.call.livenessTimeoutMs).toBe(5000);

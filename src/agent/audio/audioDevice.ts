@@ -38,6 +38,9 @@ export interface PlaybackDevice {
   onReady?: () => void;
   /** Device periods that found less than a frame queued and played silence for it (the writer was late). */
   readonly underruns?: number;
+  /** ms of silence the device played for want of frames since it opened: the echo canceller's reference
+   *  (echoReference.ts) inserts it, so an underrun does not shift what it expects to hear. */
+  readonly starvedMs?: number;
 }
 
 export interface AudioBackend {

@@ -12,13 +12,15 @@
 // Wire-to-speaker latency is therefore the packet's wait in the jitter buffer (below its target, 20 ms on a
 // clean link: how long depends on where in the card's 20 ms period it arrived) plus the one frame waiting for
 // the device (20 ms): 20-40 ms, p50 about 30 ms on a clean link.
-// The echo gate is told about every frame, so the uplink mutes the microphone while the assistant is audible.
+// The echo gate is told about every frame, so the uplink mutes the microphone while the assistant is audible, and
+// so is the echo canceller's reference (echoReference.ts): the frame and when it will be heard.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES } from '../../protocol/media.js';
 import type { PlaybackDevice } from './audioDevice.js';
 import type { EchoGate } from './echoGate.js';
+import type { EchoReference } from './echoReference.js';
 import type { JitterBuffer, RtpAudioPacket } from './jitterBuffer.js';
 import { LatencyRecorder } from './latencyRecorder.js';
 import type { OpusFrameDecoder } from '../../common/audio/opusCodec.js';
@@ -28,6 +30,8 @@ export interface DownlinkOptions {
   decoder: OpusFrameDecoder;
   jitter: JitterBuffer;
   echoGate: EchoGate;
+  /** the echo canceller's record of what was played (audio.duplex auto) */
+  echoReference?: EchoReference;
   logger?: Logger;
 }
 
@@ -40,6 +44,7 @@ export class Downlink {
   private readonly decoder: OpusFrameDecoder;
   private readonly jitter: JitterBuffer;
   private readonly echoGate: EchoGate;
+  private readonly echoReference: EchoReference | undefined;
   private readonly log: Logger;
   private readonly silence = new Int16Array(FRAME_SAMPLES);
   private fallback: SharedInterval | undefined;
@@ -65,6 +70,7 @@ export class Downlink {
     this.decoder = opts.decoder;
     this.jitter = opts.jitter;
     this.echoGate = opts.echoGate;
+    this.echoReference = opts.echoReference;
     this.log = opts.logger ?? silentLogger;
   }
 
@@ -148,6 +154,7 @@ export class Downlink {
       this.stats.framesSilence++;
     }
     this.echoGate.notePlayback(frame, this.playback.queuedMs);
+    this.echoReference?.notePlayback(frame, this.playback.queuedMs, this.playback.starvedMs);
     const before = this.playback.queuedMs;
     this.playback.write(frame);
     if (this.pendingCount === FIFO) {

@@ -2,6 +2,7 @@
 //   capture -> [echo canceller] -> [wake word tap, pre-roll] -> gate -> encoder -> call
 // The Uplink runs every captured frame through its stages in order, then encodes what comes out and hands the
 // packet to the call. callAudio.ts assembles the list: a new stage is one more entry there, the others untouched.
+import type { EchoCanceller } from './echoCanceller.js';
 import type { EchoGate } from './echoGate.js';
 
 /** One microphone frame: 20 ms of mono s16 at 48 kHz (FRAME_SAMPLES) and the hrtime (ns) the card delivered it.
@@ -15,6 +16,24 @@ export interface MicStage {
   /** The frame to pass on (this one, its pcm changed or replaced as the stage needs), or undefined to send
    *  nothing for it (e.g. before a wake word). */
   process(frame: MicFrame): MicFrame | undefined;
+}
+
+/**
+ * The acoustic echo canceller as a stage, before the gate (audio.duplex auto): the microphone goes out with the
+ * speaker's echo removed. The canceller also sets the gate's mode: open (full duplex) while it is converged,
+ * half duplex while it has no reliable delay yet, is still adapting, or has diverged; the canceller logs each
+ * change once, with its reason.
+ */
+export function echoCancelStage(canceller: EchoCanceller, gate: EchoGate): MicStage {
+  const follow = () => (gate.mode = canceller.currentState === 'converged' ? 'full-duplex' : 'half-duplex');
+  follow();
+  canceller.onState = follow;
+  return {
+    process(frame) {
+      frame.pcm = canceller.process(frame.pcm, frame.capturedAtNs);
+      return frame;
+    },
+  };
 }
 
 /** The half-duplex echo gate as a stage: silence instead of the microphone while the assistant is audible. */

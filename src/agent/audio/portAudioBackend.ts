@@ -334,7 +334,7 @@ class PortAudioPlayback implements PlaybackDevice {
   private dropped = 0;
   private readonly chunk = Buffer.alloc(FRAME_BYTES);
   private readonly chunkView = new Int16Array(this.chunk.buffer, this.chunk.byteOffset, FRAME_SAMPLES);
-  readonly stats = { written: 0, handed: 0, droppedForLatency: 0, starved: 0 };
+  readonly stats = { written: 0, handed: 0, droppedForLatency: 0, starved: 0, starvedBytes: 0 };
 
   constructor(
     private readonly device: ResolvedDevice,
@@ -347,6 +347,10 @@ class PortAudioPlayback implements PlaybackDevice {
 
   get underruns(): number {
     return this.stats.starved;
+  }
+
+  get starvedMs(): number {
+    return (this.stats.starvedBytes / FRAME_BYTES) * 20;
   }
 
   async start(): Promise<void> {
@@ -403,7 +407,10 @@ class PortAudioPlayback implements PlaybackDevice {
 
   private onConsumed(consumed: number, starved: number): void {
     if (!this.io) return; // a report queued before stop()
-    if (starved > 0) this.stats.starved++;
+    if (starved > 0) {
+      this.stats.starved++;
+      this.stats.starvedBytes += starved;
+    }
     if (consumed === 0) return;
     // Whole frames handed: the ring only ever holds whole frames and the callback takes one per period.
     const before = Math.floor(this.consumed / FRAME_BYTES);

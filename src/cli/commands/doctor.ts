@@ -29,13 +29,14 @@ function human(r: DoctorReport): string {
 export function registerDoctor(program: Command): void {
   program
     .command('doctor')
-    .description('check config, identity, Node and native addons, sound card, mixer, server, TOFU state, a realtime call, clock')
+    .description('check config, identity, Node and native addons, sound card, echo path, mixer, server, TOFU state, a realtime call, clock')
     .option('--json', 'print JSON {ok, checks: [{name, status, detail, fix}]}')
     .option('--skip-call', 'do not place the short test call')
+    .option('--skip-echo', 'do not play the 1.5 s noise probe that measures the echo path')
     .addHelpText('after', '\nExamples:\n  sudo speaker-agent doctor\n  speaker-agent doctor --json | jq \'.checks[] | select(.status == "fail")\'')
-    .action(async (o: { json?: boolean; skipCall?: boolean }) => {
+    .action(async (o: { json?: boolean; skipCall?: boolean; skipEcho?: boolean }) => {
       const { runDoctor } = await import('../doctor.js'); // WebRTC and the audio addon: loaded only here
-      const report = await runDoctor({ skipCall: o.skipCall });
+      const report = await runDoctor({ skipCall: o.skipCall, skipEcho: o.skipEcho });
       emit(o, report, human);
       process.exitCode = doctorExitCode(report);
     });

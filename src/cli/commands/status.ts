@@ -17,6 +17,9 @@ function human(s: DaemonStatus, socketPath: string): string {
     `uptime:      ${formatDuration(s.uptimeMs)}   pid ${s.pid}   rss ${(s.rssBytes / 1048576).toFixed(0)} MB   v${s.version}`,
     `reconnects:  ${s.reconnects}`,
   ];
+  const e = s.echoCanceller;
+  // a daemon from before the echo canceller sends no such field
+  if (e) lines.push(`echo:        canceller ${e.state}, delay ${e.delayMs ?? '-'} ms, echo reduced ${e.erleDb ?? '-'} dB`);
   if (s.state === 'backoff' && s.nextAttemptAt) lines.push(`next try:    in ${formatDuration(Math.max(0, Date.parse(s.nextAttemptAt) - Date.now()))}`);
   if (s.lastError) lines.push(`last error:  ${s.lastError.code}: ${s.lastError.message} (${since(s.lastError.at)})`);
   lines.push(s.lastTranscripts.length ? 'transcripts:' : 'transcripts: none yet');

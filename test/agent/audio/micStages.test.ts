@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { CaptureDevice } from '../../../src/agent/audio/audioDevice.js';
 import { EchoGate } from '../../../src/agent/audio/echoGate.js';
-import { echoGateStage, type MicStage } from '../../../src/agent/audio/micStages.js';
+import { echoCancelStage, echoGateStage, type MicStage } from '../../../src/agent/audio/micStages.js';
+import { EchoCanceller } from '../../../src/agent/audio/echoCanceller.js';
+import { EchoReference } from '../../../src/agent/audio/echoReference.js';
+import { createLogger } from '../../../src/common/logger.js';
+import { SAMPLE_RATE } from '../../../src/protocol/media.js';
+import { speechClip } from '../../support/speechWav.js';
+import { atLevel, bestCorrelation, buildRoom, farEndSpeech, runCall, type EchoPathSegment } from '../../support/syntheticRoom.js';
 import { Uplink } from '../../../src/agent/audio/uplink.js';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/common/audio/opusCodec.js';
 
@@ -52,5 +58,71 @@ describe('the microphone stages', () => {
     expect(level(sent[1])).toBeGreaterThan(1000);
     expect(gate.stats.framesSilenced).toBe(1);
     await uplink.stop();
+  });
+});
+
+describe('the echo canceller stage and its fallback to the gate (audio.duplex auto)', () => {
+  const S = SAMPLE_RATE;
+
+  /** The agent's auto chain on the synthetic room: canceller stage, then the gate, on one simulated clock. */
+  function autoChain(seconds: number, segments: EchoPathSegment[], nearEnd?: Int16Array) {
+    const far = atLevel(farEndSpeech(seconds), -20);
+    const room = buildRoom({ farEnd: far, delayMs: segments, echoGainDb: -6, noiseDbfs: -65, nearEnd });
+    const clock = { ns: 0n };
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    const reference = new EchoReference({ rate: 16_000, nowNs: () => clock.ns });
+    const aec = new EchoCanceller({ reference, logger });
+    const gate = new EchoGate({ mode: 'half-duplex', tailMs: 200, nowMs: () => Number(clock.ns) / 1e6 });
+    const stage = echoCancelStage(aec, gate);
+    const modes: string[] = [];
+    const both = {
+      notePlayback: (f: Int16Array, q: number) => (reference.notePlayback(f, q), gate.notePlayback(f, q)),
+    };
+    const sent = runCall(far, room.mic, both, (pcm, capturedAtNs) => {
+      const out = stage.process({ pcm, capturedAtNs })!;
+      modes.push(gate.mode);
+      return gate.filter(out.pcm, 0);
+    }, clock);
+    const logged = lines.map((l) => JSON.parse(l) as { msg: string; state?: string; reason?: string }).filter((l) => /echo canceller: (converg|diverg)/.test(l.msg));
+    aec.close();
+    return { far, room, sent, modes, logged };
+  }
+
+  const silent = (pcm: Int16Array, fromMs: number, toMs: number) => pcm.subarray((fromMs * S) / 1000, (toMs * S) / 1000).every((v) => v === 0);
+
+  it('gates while not converged, opens once converged (the near end then reaches the peer over the far end), gates again while it re-converges after a delay change', () => {
+    const near = new Int16Array(24 * S);
+    const clip = atLevel(speechClip('Stop the story please, I want to hear the news.', { voice: 'kal', padBeforeMs: 0, padAfterMs: 0 }).pcm, -36);
+    near.set(clip, 6 * S);
+    const { sent, modes, logged, room } = autoChain(24, [{ fromSample: 0, delayMs: 87 }, { fromSample: 14 * S, delayMs: 150 }], near);
+    // before convergence the far end plays and the gate sends silence
+    expect(modes[25]).toBe('half-duplex');
+    expect(silent(sent, 400, 700)).toBe(true);
+    // converged: the user talking over the assistant is sent
+    expect(modes[Math.floor(6000 / 20)]).toBe('full-duplex');
+    expect(bestCorrelation(sent, room.near, 6 * S, 6 * S + clip.length).r).toBeGreaterThan(0.9);
+    // the delay changed at 14 s: the filter now adds echo of its own (diverged) and/or the new delay is found
+    // (converging): the gate either way, each change logged once with its reason; then converged again
+    const states = logged.map((l) => l.state);
+    expect(states[0]).toBe('converged');
+    expect(states.at(-1)).toBe('converged');
+    expect(states.slice(1, -1).length).toBeGreaterThan(0);
+    expect(states.slice(1, -1).every((s) => s === 'converging' || s === 'diverged')).toBe(true);
+    expect(logged.find((l) => l.state === 'converging')?.reason).toMatch(/delay changed from 87 to 150/);
+    expect(states.every((s, i) => i === 0 || s !== states[i - 1])).toBe(true);
+    expect(modes.slice(700, 1200)).toContain('half-duplex');
+    expect(modes.at(-1)).toBe('full-duplex');
+  });
+
+  it('falls back to the gate when the canceller diverges (its output louder than the microphone), with the reason', () => {
+    // from 8 s on the microphone no longer hears the speaker (moved away, muted): the adapted filter now adds
+    // an echo of its own to what is sent
+    const { modes, logged } = autoChain(14, [{ fromSample: 0, delayMs: 87 }, { fromSample: 8 * S, delayMs: 87, gainDb: -120 }]);
+    expect(logged[0].state).toBe('converged');
+    expect(logged.slice(1).map((l) => l.state)).toEqual(['diverged']);
+    expect(logged[1].reason).toMatch(/louder than the microphone/);
+    expect(modes.slice(8000 / 20, 9500 / 20)).toContain('half-duplex');
+    expect(modes.at(-1)).toBe('half-duplex');
   });
 });

@@ -1,0 +1,257 @@
+// The acoustic echo canceller on the microphone path: each 20 ms microphone frame (48 kHz) goes out with the
+// echo of what the speaker played removed.
+//   mic 48 kHz -> [to the processing rate] -> speex MDF + residual echo suppression (speexEcho.ts) -> [to 48 kHz]
+// The reference fed to speex is what the downlink handed to the speaker (echoReference.ts), shifted by the bulk
+// delay that echoDelay.ts finds in the signals, less a small margin so estimation error stays causal: speex's
+// filter then only covers the room. The canceller also judges itself: converging (no delay yet, or the filter
+// not yet reducing the echo), converged, diverged (the output louder than the input, or the echo reduction
+// collapsed). The mic stage (micStages.ts) lets the half-duplex gate take over unless it is converged.
+import type { Logger } from '../../common/logger.js';
+import { silentLogger } from '../../common/logger.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
+import { EchoDelay } from './echoDelay.js';
+import { EchoReference, JUMP_MS, nsToSamples, StreamClock } from './echoReference.js';
+import { SpeexEcho, SpeexResampler } from './speexEcho.js';
+
+export type AecState = 'converging' | 'converged' | 'diverged';
+
+export interface EchoCancellerOptions {
+  reference: EchoReference;
+  /** speex's adaptive filter: the room's tail plus the margin (default 120 ms) */
+  filterMs?: number;
+  /** the reference leads the estimated echo by this much (default 10 ms) */
+  marginMs?: number;
+  /** speex's noise suppression on the output (default off) */
+  denoise?: boolean;
+  /** speex's frame: 10 or 20 ms (its filter adapts once per frame) */
+  speexFrameMs?: 10 | 20;
+  /** speex's preprocessor (residual echo suppression): off by default, see speexEcho.ts */
+  residualSuppression?: boolean;
+  /** speex's residual echo suppression (dB), far end alone / during double talk */
+  echoSuppressDb?: number;
+  echoSuppressActiveDb?: number;
+  logger?: Logger;
+  /** hrtime (ns), injectable for offline processing */
+  nowNs?: () => bigint;
+}
+
+export interface AecStats {
+  state: AecState;
+  /** bulk delay playback -> microphone in use (ms), undefined before the first estimate */
+  delayMs: number | undefined;
+  /** how far the delay's correlation peak stands above its floor (>= 8 is taken) */
+  delayConfidence: number | undefined;
+  /** echo return loss enhancement over the recent far-end activity (dB), undefined before any */
+  erleDb: number | undefined;
+  rate: number;
+  delayChanges: number;
+  resets: number;
+  framesProcessed: number;
+}
+
+/** how far back (frames) the delay estimator works (see process) */
+const ESTIMATOR_LAG_FRAMES = 3;
+/** A block of this many frames with the reference playing gives one ERLE measurement (200 ms). */
+const BLOCK_FRAMES = 10;
+/** ERLE (dB) a block must reach, twice in a row, to count as converged */
+const CONVERGED_DB = 10;
+/** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
+const HOLD_DECAY_DB = 0.4;
+const COLLAPSED_DB = 3;
+/** blocks in a row with the output louder than the input (by 1 dB) = diverged */
+const DIVERGED_BLOCKS = 3;
+/** RMS (s16) above which the aligned reference counts as playing */
+const ACTIVE_RMS = 100;
+
+export class EchoCanceller {
+  readonly rate: number;
+  private readonly reference: EchoReference;
+  private readonly speex: SpeexEcho;
+  private readonly delay: EchoDelay;
+  private readonly down: SpeexResampler | undefined;
+  private readonly up: SpeexResampler | undefined;
+  private readonly clock: StreamClock;
+  private readonly frame: number; // samples per frame at the processing rate
+  private readonly sub: number; // samples per speex frame
+  private readonly cleaned: Int16Array;
+  private readonly margin: number;
+  private readonly refNow: Int16Array;
+  private readonly micHistory: Int16Array;
+  private readonly refAligned: Int16Array;
+  private readonly out48 = new Int16Array(FRAME_SAMPLES);
+  private readonly log: Logger;
+  private delayInUse: number | undefined; // samples
+  private state: AecState = 'converging';
+  private blockIn = 0;
+  private blockOut = 0;
+  private blockFrames = 0;
+  private goodBlocks = 0;
+  private loudBlocks = 0;
+  private erleHold = 0;
+  private erleDb: number | undefined;
+  private closed = false;
+  private readonly counts = { delayChanges: 0, resets: 0, framesProcessed: 0 };
+  /** called on every state change, with the reason */
+  onState: ((state: AecState, reason: string) => void) | undefined;
+
+  constructor(o: EchoCancellerOptions) {
+    this.reference = o.reference;
+    this.rate = o.reference.rate;
+    if (this.rate !== 16_000 && this.rate !== 48_000) throw new RangeError(`echo canceller: rate ${this.rate} (16000 or 48000)`);
+    this.frame = (FRAME_SAMPLES * this.rate) / SAMPLE_RATE;
+    this.margin = Math.round(((o.marginMs ?? 10) * this.rate) / 1000);
+    this.sub = ((o.speexFrameMs ?? 20) * this.rate) / 1000;
+    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, filterMs: o.filterMs ?? 120, denoise: o.denoise, residualSuppression: o.residualSuppression, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
+    this.cleaned = new Int16Array(this.frame);
+    this.delay = new EchoDelay({ rate: this.rate });
+    if (this.rate !== SAMPLE_RATE) {
+      this.down = new SpeexResampler(SAMPLE_RATE, this.rate);
+      this.up = new SpeexResampler(this.rate, SAMPLE_RATE);
+    }
+    this.clock = new StreamClock((JUMP_MS * this.rate) / 1000);
+    this.refNow = new Int16Array(this.frame);
+    this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
+    this.refAligned = new Int16Array(this.frame);
+    this.log = o.logger ?? silentLogger;
+  }
+
+  /** One captured frame (48 kHz, FRAME_SAMPLES) and the hrtime the card delivered it. Returns the cleaned frame
+   *  (a buffer reused by the next call). */
+  process(pcm: Int16Array, capturedAtNs: bigint): Int16Array {
+    if (this.closed) return pcm;
+    const mic = this.down ? this.down.process(pcm) : pcm;
+    if (mic.length !== this.frame) return pcm; // not a 20 ms frame: nothing to align it with
+    this.counts.framesProcessed++;
+    // the frame's first sample was captured one frame before it was delivered
+    const pos = this.clock.place(nsToSamples(capturedAtNs, this.rate) - this.frame, this.frame);
+    // The estimator looks ESTIMATOR_LAG_FRAMES back, where the reference is surely written (after an underrun
+    // the downlink writes each frame just as it is played); the same lag on both sides leaves the delay as it is.
+    const slots = ESTIMATOR_LAG_FRAMES + 1;
+    const n = this.counts.framesProcessed;
+    this.micHistory.set(mic, (n % slots) * this.frame);
+    if (n > ESTIMATOR_LAG_FRAMES) {
+      const old = ((n - ESTIMATOR_LAG_FRAMES) % slots) * this.frame;
+      this.reference.read(pos - ESTIMATOR_LAG_FRAMES * this.frame, this.refNow);
+      if (this.delay.push(this.micHistory.subarray(old, old + this.frame), this.refNow)) this.onDelay();
+    }
+    let out: Int16Array = mic;
+    if (this.delayInUse !== undefined) {
+      this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
+      for (let i = 0; i < this.frame; i += this.sub) {
+        this.cleaned.set(this.speex.process(mic.subarray(i, i + this.sub), this.refAligned.subarray(i, i + this.sub)), i);
+      }
+      out = this.cleaned;
+      this.judge(mic, out, this.refAligned);
+    }
+    if (!this.up) {
+      this.out48.set(out);
+      return this.out48;
+    }
+    const up = this.up.process(out);
+    if (up.length === FRAME_SAMPLES) return up;
+    return pcm;
+  }
+
+  get currentState(): AecState {
+    return this.state;
+  }
+
+  stats(): AecStats {
+    return {
+      state: this.state,
+      delayMs: this.delayInUse === undefined ? undefined : round1((this.delayInUse * 1000) / this.rate),
+      delayConfidence: this.delay.current ? round1(this.delay.current.confidence) : undefined,
+      erleDb: this.erleDb === undefined ? undefined : round1(this.erleDb),
+      rate: this.rate,
+      ...this.counts,
+    };
+  }
+
+  /** The estimator's view, for diagnosis (doctor). */
+  get delayEstimator(): EchoDelay {
+    return this.delay;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.speex.close();
+    this.delay.close();
+    this.down?.close();
+    this.up?.close();
+  }
+
+  private onDelay(): void {
+    const d = this.delay.current!;
+    const samples = Math.round((d.delayMs * this.rate) / 1000);
+    const before = this.delayInUse;
+    // A few ms the filter follows by itself (the margin); more, and the filter is misplaced: start it afresh.
+    if (before !== undefined && Math.abs(samples - before) < (3 * this.rate) / 1000) return;
+    this.delayInUse = samples;
+    this.counts.delayChanges++;
+    this.log.info({ delayMs: d.delayMs, confidence: round1(d.confidence), beforeMs: before === undefined ? undefined : (before * 1000) / this.rate }, 'echo canceller: echo delay found');
+    if (before !== undefined) {
+      this.speex.reset();
+      this.counts.resets++;
+      this.setState('converging', `the echo delay changed from ${round1((before * 1000) / this.rate)} to ${d.delayMs} ms`);
+    }
+    this.resetJudgement();
+  }
+
+  private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
+    let r = 0;
+    for (let i = 0; i < ref.length; i++) r += ref[i] * ref[i];
+    if (r < ACTIVE_RMS * ACTIVE_RMS * ref.length) return;
+    let a = 0;
+    let b = 0;
+    for (let i = 0; i < mic.length; i++) {
+      a += mic[i] * mic[i];
+      b += out[i] * out[i];
+    }
+    this.blockIn += a;
+    this.blockOut += b;
+    if (++this.blockFrames < BLOCK_FRAMES) return;
+    const erle = 10 * Math.log10((this.blockIn + 1) / (this.blockOut + 1));
+    this.blockIn = this.blockOut = this.blockFrames = 0;
+    this.erleDb = this.erleDb === undefined ? erle : 0.7 * this.erleDb + 0.3 * erle;
+    this.erleHold = Math.max(erle, this.erleHold - HOLD_DECAY_DB);
+    this.goodBlocks = erle >= CONVERGED_DB ? this.goodBlocks + 1 : 0;
+    this.delay.relaxed = this.state === 'converged' && erle >= CONVERGED_DB;
+    this.loudBlocks = erle < -1 ? this.loudBlocks + 1 : 0;
+    if (this.state === 'converged') {
+      if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
+      else if (this.erleHold < COLLAPSED_DB) this.diverge(`the echo reduction fell below ${COLLAPSED_DB} dB`);
+    } else if (this.goodBlocks >= 2) {
+      this.setState('converged', `echo reduced by ${round1(erle)} dB at a delay of ${round1((this.delayInUse! * 1000) / this.rate)} ms`);
+    } else if (this.state === 'converging' && this.loudBlocks >= DIVERGED_BLOCKS) {
+      this.speex.reset();
+      this.counts.resets++;
+      this.loudBlocks = 0;
+    }
+  }
+
+  private diverge(reason: string): void {
+    this.speex.reset();
+    this.counts.resets++;
+    this.resetJudgement();
+    this.setState('diverged', reason);
+  }
+
+  private resetJudgement(): void {
+    this.delay.relaxed = false;
+    this.blockIn = this.blockOut = this.blockFrames = 0;
+    this.goodBlocks = this.loudBlocks = 0;
+    this.erleHold = 0;
+  }
+
+  private setState(state: AecState, reason: string): void {
+    if (state === this.state) return;
+    this.state = state;
+    this.log.info({ state, reason }, `echo canceller: ${state}`);
+    this.onState?.(state, reason);
+  }
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}

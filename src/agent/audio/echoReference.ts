@@ -1,0 +1,151 @@
+// The echo canceller's reference: what the downlink handed to the speaker, on a timeline of absolute sample
+// positions (hrtime x rate), so the microphone side can ask "what was being played at this moment".
+// Each stream (playback here, the microphone in echoCanceller.ts) is placed by a StreamClock: its frames are
+// contiguous on the card's clock, so positions advance by exactly the frame length; the hrtime stamps (jittery
+// by a few ms in JS callbacks) only re-anchor the stream when it really jumped (a device reopen, an underrun).
+// Slots nothing was written to read as zeros: no playback is silence in the reference.
+import { SAMPLE_RATE } from '../../protocol/media.js';
+import { SpeexResampler } from './speexEcho.js';
+
+/** Places the frames of one contiguous stream on the absolute timeline, re-anchoring only on real jumps. */
+export class StreamClock {
+  private next = NaN;
+  /** slow offset between the stamps and the contiguous count (clock drift), followed, not jumped to */
+  private drift = 0;
+  private offCount = 0;
+  jumps = 0;
+
+  constructor(private readonly jumpSamples: number) {}
+
+  /** measured: where the stamps put the frame's first sample; returns where the frame goes. */
+  place(measured: number, n: number): number {
+    if (Number.isNaN(this.next)) {
+      this.next = Math.round(measured);
+    } else {
+      const err = measured - this.next - this.drift;
+      if (Math.abs(err) > this.jumpSamples) {
+        // Three frames in a row off: a jump, not one late callback; over a second off: a stream that stopped.
+        if (++this.offCount >= 3 || Math.abs(err) > 25 * this.jumpSamples) {
+          this.next = Math.round(measured);
+          this.drift = 0;
+          this.offCount = 0;
+          this.jumps++;
+        }
+      } else {
+        this.offCount = 0;
+        this.drift += 0.01 * err;
+      }
+    }
+    const p = this.next;
+    this.next += n;
+    return p;
+  }
+
+  /** The stream has a gap of n samples before its next frame (silence the device inserted). */
+  skip(n: number): void {
+    if (!Number.isNaN(this.next)) this.next += Math.round(n);
+  }
+
+  reset(): void {
+    this.next = NaN;
+    this.drift = 0;
+    this.offCount = 0;
+  }
+}
+
+export function nsToSamples(ns: bigint, rate: number): number {
+  return (Number(ns) * rate) / 1e9;
+}
+
+export interface EchoReferenceOptions {
+  /** the canceller's processing rate (16000 or 48000) */
+  rate: number;
+  /** history kept (default 2500 ms: the delay search window plus its longest lag) */
+  ringMs?: number;
+  nowNs?: () => bigint;
+}
+
+/** A stream re-anchored by more than this is a jump (reopen, underrun), not callback jitter. */
+export const JUMP_MS = 40;
+
+export class EchoReference {
+  readonly rate: number;
+  private readonly ring: Int16Array;
+  private readonly size: number;
+  private readonly down: SpeexResampler | undefined;
+  private readonly clock: StreamClock;
+  private readonly nowNs: () => bigint;
+  /** end of what was written (absolute position); slots before end - size are gone */
+  private end = -Infinity;
+  private lastStarvedMs: number | undefined;
+  readonly stats = { frames: 0, jumps: 0, starvedMs: 0 };
+
+  constructor(o: EchoReferenceOptions) {
+    this.rate = o.rate;
+    this.size = Math.round(((o.ringMs ?? 2500) * o.rate) / 1000);
+    this.ring = new Int16Array(this.size);
+    this.down = o.rate === SAMPLE_RATE ? undefined : new SpeexResampler(SAMPLE_RATE, o.rate);
+    this.clock = new StreamClock((JUMP_MS * o.rate) / 1000);
+    this.nowNs = o.nowNs ?? (() => process.hrtime.bigint());
+  }
+
+  /** The downlink hands this frame (48 kHz) to the speaker with queuedMs of audio ahead of it; starvedMs is the
+   *  device's count of silence played for want of frames (PlaybackDevice.starvedMs), if it keeps one. */
+  notePlayback(frame: Int16Array, queuedMs: number, starvedMs?: number): void {
+    const pcm = this.down ? this.down.process(frame) : frame;
+    if (starvedMs !== undefined) {
+      // An underrun: the device played silence, so this frame is heard that much later than the last one's end.
+      // (A count that went down is a reopened device: a new baseline; its stamps re-anchor the stream.)
+      if (this.lastStarvedMs !== undefined && starvedMs > this.lastStarvedMs) {
+        this.clock.skip(((starvedMs - this.lastStarvedMs) * this.rate) / 1000);
+        this.stats.starvedMs += starvedMs - this.lastStarvedMs;
+      }
+      this.lastStarvedMs = starvedMs;
+    }
+    const heard = nsToSamples(this.nowNs(), this.rate) + (queuedMs * this.rate) / 1000;
+    const jumps = this.clock.jumps;
+    const pos = this.clock.place(heard, pcm.length);
+    if (this.clock.jumps !== jumps) this.stats.jumps++;
+    this.write(pos, pcm);
+    this.stats.frames++;
+  }
+
+  /** Writes samples at an absolute position; a gap since the last write becomes silence. */
+  write(pos: number, pcm: Int16Array): void {
+    const size = this.size;
+    if (pos > this.end && Number.isFinite(this.end)) {
+      const from = Math.max(this.end, pos - size);
+      for (let p = from; p < pos; p++) this.ring[mod(p, size)] = 0;
+    }
+    for (let i = 0; i < pcm.length; i++) this.ring[mod(pos + i, size)] = pcm[i];
+    // the newest write defines the end: after a jump back, what lay beyond it is no longer the stream
+    this.end = pos + pcm.length;
+  }
+
+  /** Fills out with the reference from absolute position pos; zeros where nothing was (or is still) written. */
+  read(pos: number, out: Int16Array): Int16Array {
+    const size = this.size;
+    const oldest = this.end - size;
+    for (let i = 0; i < out.length; i++) {
+      const p = pos + i;
+      out[i] = p >= oldest && p < this.end ? this.ring[mod(p, size)] : 0;
+    }
+    return out;
+  }
+
+  reset(): void {
+    this.lastStarvedMs = undefined;
+    this.end = -Infinity;
+    this.clock.reset();
+  }
+
+  /** Frees the resampler (libspeexdsp). */
+  close(): void {
+    this.down?.close();
+  }
+}
+
+function mod(p: number, n: number): number {
+  const r = p % n;
+  return r < 0 ? r + n : r;
+}

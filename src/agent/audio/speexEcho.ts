@@ -1,0 +1,191 @@
+// libspeexdsp's acoustic echo canceller (MDF adaptive filter) and its preprocessor (residual echo suppression,
+// optional noise suppression), called in-process through koffi. Debian: libspeexdsp1 (libspeexdsp.so.1).
+// One SpeexEcho processes one mono s16 stream at one rate in fixed frames: process(mic, reference) returns the
+// microphone with the reference's echo removed. The reference must lead its echo in the microphone by 0 to
+// filterMs: aligning the two (the bulk delay) is the caller's work (echoDelay.ts, echoCanceller.ts).
+import koffi from 'koffi';
+import { AgentError } from '../errors.js';
+
+// speex/speex_echo.h and speex/speex_preprocess.h (libspeexdsp 1.2)
+const SPEEX_ECHO_SET_SAMPLING_RATE = 24;
+const SPEEX_PREPROCESS_SET_DENOISE = 0;
+const SPEEX_PREPROCESS_SET_NOISE_SUPPRESS = 18;
+const SPEEX_PREPROCESS_SET_ECHO_SUPPRESS = 20;
+const SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE = 22;
+const SPEEX_PREPROCESS_SET_ECHO_STATE = 24;
+
+type Fn = (...args: unknown[]) => unknown;
+interface SpeexApi {
+  echoInit: Fn;
+  echoDestroy: Fn;
+  echoCancel: Fn;
+  echoCtl: Fn;
+  echoReset: Fn;
+  preInit: Fn;
+  preDestroy: Fn;
+  preCtl: Fn;
+  preCtlPtr: Fn;
+  preRun: Fn;
+  rsInit: Fn;
+  rsProcess: Fn;
+  rsDestroy: Fn;
+}
+
+export const SPEEXDSP_LIBRARY = 'libspeexdsp.so.1';
+
+let api: SpeexApi | undefined;
+function speex(): SpeexApi {
+  if (api) return api;
+  let lib: ReturnType<typeof koffi.load>;
+  try {
+    lib = koffi.load(SPEEXDSP_LIBRARY);
+  } catch (cause) {
+    throw new AgentError(
+      'audio',
+      `the echo canceller needs ${SPEEXDSP_LIBRARY} (Debian/Raspberry Pi OS: apt install libspeexdsp1), or set audio.duplex to half or full`,
+      { cause },
+    );
+  }
+  api = {
+    echoInit: lib.func('void *speex_echo_state_init(int frame_size, int filter_length)') as Fn,
+    echoDestroy: lib.func('void speex_echo_state_destroy(void *st)') as Fn,
+    echoCancel: lib.func('void speex_echo_cancellation(void *st, const int16_t *rec, const int16_t *play, int16_t *out)') as Fn,
+    echoCtl: lib.func('int speex_echo_ctl(void *st, int request, _Inout_ int32_t *ptr)') as Fn,
+    echoReset: lib.func('void speex_echo_state_reset(void *st)') as Fn,
+    preInit: lib.func('void *speex_preprocess_state_init(int frame_size, int sampling_rate)') as Fn,
+    preDestroy: lib.func('void speex_preprocess_state_destroy(void *st)') as Fn,
+    preCtl: lib.func('int speex_preprocess_ctl(void *st, int request, _Inout_ int32_t *ptr)') as Fn,
+    preCtlPtr: lib.func('int speex_preprocess_ctl(void *st, int request, void *ptr)') as Fn,
+    preRun: lib.func('int speex_preprocess_run(void *st, int16_t *x)') as Fn,
+    rsInit: lib.func('void *speex_resampler_init(uint32_t channels, uint32_t in_rate, uint32_t out_rate, int quality, _Out_ int *err)') as Fn,
+    rsProcess: lib.func(
+      'int speex_resampler_process_int(void *st, uint32_t channel, const int16_t *input, _Inout_ uint32_t *in_len, int16_t *output, _Inout_ uint32_t *out_len)',
+    ) as Fn,
+    rsDestroy: lib.func('void speex_resampler_destroy(void *st)') as Fn,
+  };
+  return api;
+}
+
+export interface SpeexEchoOptions {
+  sampleRate: number;
+  /** samples per process() call (speex works best with 10-20 ms) */
+  frameSize: number;
+  /** adaptive filter length: the room's echo tail it can cancel, plus the alignment margin */
+  filterMs: number;
+  /** speex's preprocessor after the filter: residual echo suppression (and denoise). Default off: it delays the
+   *  output by one frame (its overlap-add: 20 ms at 20 ms frames, over the 10 ms latency budget) and, measured on
+   *  the synthetic room (test/support/syntheticRoom.ts), added no echo reduction to the filter's own. */
+  residualSuppression?: boolean;
+  /** residual echo suppression in dB (negative), far end alone / during double talk; speex: -40 / -15 */
+  echoSuppressDb?: number;
+  echoSuppressActiveDb?: number;
+  /** speex's noise suppression on the output (default off: the near end is sent as captured); needs the
+   *  preprocessor (so the same one-frame delay) */
+  denoise?: boolean;
+  noiseSuppressDb?: number;
+}
+
+export class SpeexEcho {
+  readonly sampleRate: number;
+  readonly frameSize: number;
+  readonly filterLength: number;
+  private echo: unknown;
+  private pre: unknown;
+  private readonly out: Int16Array;
+
+  constructor(o: SpeexEchoOptions) {
+    if (!Number.isInteger(o.frameSize) || o.frameSize < 32 || o.frameSize > 4096) throw new RangeError(`speex echo: frameSize ${o.frameSize}`);
+    if (!(o.filterMs >= 10 && o.filterMs <= 1000)) throw new RangeError(`speex echo: filterMs ${o.filterMs}`);
+    const s = speex();
+    this.sampleRate = o.sampleRate;
+    this.frameSize = o.frameSize;
+    this.filterLength = Math.round((o.filterMs * o.sampleRate) / 1000);
+    this.out = new Int16Array(o.frameSize);
+    this.echo = s.echoInit(o.frameSize, this.filterLength);
+    if (!this.echo) throw new AgentError('audio', 'speex_echo_state_init failed');
+    s.echoCtl(this.echo, SPEEX_ECHO_SET_SAMPLING_RATE, [o.sampleRate]);
+    if (!o.residualSuppression && !o.denoise) return;
+    this.pre = s.preInit(o.frameSize, o.sampleRate);
+    if (!this.pre) {
+      s.echoDestroy(this.echo);
+      throw new AgentError('audio', 'speex_preprocess_state_init failed');
+    }
+    s.preCtl(this.pre, SPEEX_PREPROCESS_SET_DENOISE, [o.denoise ? 1 : 0]);
+    if (o.noiseSuppressDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, [o.noiseSuppressDb]);
+    if (o.echoSuppressDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, [o.echoSuppressDb]);
+    if (o.echoSuppressActiveDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, [o.echoSuppressActiveDb]);
+    if (o.residualSuppression) s.preCtlPtr(this.pre, SPEEX_PREPROCESS_SET_ECHO_STATE, this.echo);
+  }
+
+  /** mic and reference: frameSize samples each. Returns the cleaned frame (a buffer reused by the next call). */
+  process(mic: Int16Array, reference: Int16Array): Int16Array {
+    if (!this.echo) throw new AgentError('audio', 'speex echo canceller used after close()');
+    if (mic.length !== this.frameSize || reference.length !== this.frameSize) {
+      throw new RangeError(`speex echo: frames of ${this.frameSize} samples expected, got ${mic.length} and ${reference.length}`);
+    }
+    const s = api!;
+    s.echoCancel(this.echo, mic, reference, this.out);
+    if (this.pre) s.preRun(this.pre, this.out);
+    return this.out;
+  }
+
+  /** Samples the output lags the input by (the preprocessor's overlap-add). */
+  get latencySamples(): number {
+    return this.pre ? this.frameSize : 0;
+  }
+
+  /** Forget the adapted filter (the echo path changed beyond what adaptation follows, e.g. a new bulk delay). */
+  reset(): void {
+    if (this.echo) api!.echoReset(this.echo);
+  }
+
+  close(): void {
+    if (!this.echo) return;
+    if (this.pre) api!.preDestroy(this.pre);
+    api!.echoDestroy(this.echo);
+    this.echo = undefined;
+    this.pre = undefined;
+  }
+}
+
+/**
+ * libspeexdsp's resampler, for the canceller's fixed frames (48 <-> 16 kHz, 16 -> 4 kHz): quality 3 (its "VoIP"
+ * setting) costs 0.5 ms per second of audio for the microphone's way down and up, against 2.9 ms for the
+ * project's JS polyphase resampler (src/common/audio/resample.ts), for 1.5 ms more delay (3 ms both ways).
+ * For integer ratios and whole frames, every call returns exactly input x out/in samples.
+ */
+export class SpeexResampler {
+  private st: unknown;
+  private out: Int16Array;
+  private readonly inLen = [0];
+  private readonly outLen = [0];
+
+  constructor(
+    readonly inRate: number,
+    readonly outRate: number,
+    quality = 3,
+  ) {
+    const s = speex();
+    const err = [0];
+    this.st = s.rsInit(1, inRate, outRate, quality, err);
+    if (!this.st) throw new AgentError('audio', `speex_resampler_init ${inRate} -> ${outRate} failed (${err[0]})`);
+    this.out = new Int16Array(0);
+  }
+
+  /** Converts one chunk; the result is a buffer reused by the next call. */
+  process(input: Int16Array): Int16Array {
+    if (!this.st) throw new AgentError('audio', 'speex resampler used after close()');
+    const want = Math.ceil((input.length * this.outRate) / this.inRate) + 8;
+    if (this.out.length < want) this.out = new Int16Array(want);
+    this.inLen[0] = input.length;
+    this.outLen[0] = this.out.length;
+    api!.rsProcess(this.st, 0, input, this.inLen, this.out, this.outLen);
+    return this.out.subarray(0, this.outLen[0]);
+  }
+
+  close(): void {
+    if (!this.st) return;
+    api!.rsDestroy(this.st);
+    this.st = undefined;
+  }
+}

@@ -1,0 +1,176 @@
+// Finding and tracking the bulk delay between what the speaker played and its echo in the microphone, on the
+// synthetic room's signals (speech through a room impulse response, with noise and a near end).
+import { describe, expect, it } from 'vitest';
+import { EchoCanceller, type AecState } from '../../../src/agent/audio/echoCanceller.js';
+import { EchoDelay } from '../../../src/agent/audio/echoDelay.js';
+import { EchoReference, StreamClock } from '../../../src/agent/audio/echoReference.js';
+import { Resampler } from '../../../src/common/audio/resample.js';
+import { SAMPLE_RATE } from '../../../src/protocol/media.js';
+import { speechClip } from '../../support/speechWav.js';
+import { atLevel, buildRoom, energyRatioDb, farEndSpeech, runCall } from '../../support/syntheticRoom.js';
+
+const S = SAMPLE_RATE;
+const far = atLevel(farEndSpeech(20), -20);
+
+/** Feeds the estimator 20 ms at a time at 16 kHz; returns the tracked delay after each frame. */
+function track(farEnd: Int16Array, mic: Int16Array): { est: EchoDelay; delays: (number | undefined)[] } {
+  const est = new EchoDelay({ rate: 16_000 });
+  const f16 = new Resampler(S, 16_000).process(farEnd);
+  const m16 = new Resampler(S, 16_000).process(mic);
+  const delays: (number | undefined)[] = [];
+  for (let i = 0; i + 320 <= Math.min(f16.length, m16.length); i += 320) {
+    est.push(m16.subarray(i, i + 320), f16.subarray(i, i + 320));
+    delays.push(est.current?.delayMs);
+  }
+  return { est, delays };
+}
+
+describe('echo delay estimation (GCC-PHAT)', () => {
+  it('finds the 87 ms delay within a second of far-end speech, through the room and the noise', () => {
+    const room = buildRoom({ farEnd: far, delayMs: 87, echoGainDb: -6, noiseDbfs: -55 });
+    const { est, delays } = track(far, room.mic);
+    const first = delays.findIndex((d) => d !== undefined);
+    expect(first).toBeGreaterThan(0);
+    expect(first * 20).toBeLessThanOrEqual(1200);
+    for (const d of delays.slice(first)) expect(d).toBeCloseTo(87, 0);
+    expect(est.current!.confidence).toBeGreaterThan(8);
+    expect(est.stats.changes).toBe(1);
+  });
+
+  it('a delay change (87 -> 150 ms, a reopened device) is re-tracked within 2 s', () => {
+    const change = 10 * S;
+    const room = buildRoom({ farEnd: far, delayMs: [{ fromSample: 0, delayMs: 87 }, { fromSample: change, delayMs: 150 }], echoGainDb: -6, noiseDbfs: -60 });
+    const { delays } = track(far, room.mic);
+    const at = (ms: number) => delays[Math.floor(ms / 20)];
+    expect(at(9_900)).toBeCloseTo(87, 0);
+    const retracked = delays.findIndex((d, i) => i * 20 >= 10_000 && d !== undefined && Math.abs(d - 150) <= 1);
+    expect(retracked).toBeGreaterThan(0);
+    expect(retracked * 20 - 10_000).toBeLessThanOrEqual(2000);
+    expect(at(19_900)).toBeCloseTo(150, 0);
+  });
+
+  it('the canceller follows the change: back to converged within 2 s more, the gate only in between', () => {
+    const change = 10 * S;
+    const room = buildRoom({ farEnd: far, delayMs: [{ fromSample: 0, delayMs: 87 }, { fromSample: change, delayMs: 150 }], echoGainDb: -6, noiseDbfs: -65 });
+    const clock = { ns: 0n };
+    const reference = new EchoReference({ rate: 16_000, nowNs: () => clock.ns });
+    const aec = new EchoCanceller({ reference });
+    const states: { state: AecState; reason: string; atMs: number }[] = [];
+    aec.onState = (state, reason) => states.push({ state, reason, atMs: Number(clock.ns - 1_000_000_000_000n) / 1e6 });
+    runCall(far, room.mic, reference, (f, at) => aec.process(f, at), clock);
+    expect(states.map((s) => s.state)).toEqual(['converged', 'converging', 'converged']);
+    expect(states[1].reason).toMatch(/delay changed from 87 to 150/);
+    expect(states[1].atMs - 10_000).toBeLessThanOrEqual(2000);
+    // re-tracked and re-converged: from the change to the canceller cancelling again
+    expect(states[2].atMs - 10_000).toBeLessThanOrEqual(4000);
+    expect(aec.stats().delayMs).toBeCloseTo(150, 0);
+    aec.close();
+  });
+
+  it('no delay is claimed from the near end alone (nothing played)', () => {
+    const near = speechClip('Hello there, what time is it in Tokyo right now?', { voice: 'rms' }).pcm;
+    const silentFar = new Int16Array(near.length);
+    const room = buildRoom({ farEnd: silentFar, delayMs: 87, nearEnd: atLevel(near, -20), noiseDbfs: -60 });
+    const { est, delays } = track(silentFar, room.mic);
+    expect(delays.every((d) => d === undefined)).toBe(true);
+    expect(est.stats.estimates).toBe(0);
+    expect(est.stats.skippedInactive).toBeGreaterThan(0);
+  });
+
+  it('no delay is claimed when the echo is not there (microphone muted, only noise)', () => {
+    const room = buildRoom({ farEnd: far, delayMs: 87, echoGainDb: -120, noiseDbfs: -50 });
+    const { est, delays } = track(far, room.mic);
+    expect(delays.every((d) => d === undefined)).toBe(true);
+    expect(est.stats.estimates).toBeGreaterThan(10);
+  });
+});
+
+describe('stream placement on the timeline', () => {
+  it('callback jitter does not move a stream; a real jump (3 frames off) re-anchors it', () => {
+    const c = new StreamClock(640); // 40 ms at 16 kHz
+    expect(c.place(1000, 320)).toBe(1000);
+    expect(c.place(1320 + 150, 320)).toBe(1320); // a late callback (~9 ms)
+    expect(c.place(1640 - 100, 320)).toBe(1640);
+    // the device reopened 100 ms later
+    expect(c.place(1960 + 1600, 320)).toBe(1960);
+    expect(c.place(2280 + 1600, 320)).toBe(2280);
+    expect(c.place(2600 + 1600, 320)).toBe(2600 + 1600);
+    expect(c.place(2920 + 1600, 320)).toBe(2920 + 1600);
+    expect(c.jumps).toBe(1);
+  });
+
+  it('the reference reads zeros where nothing was played, and what was played where it was', () => {
+    let ns = 1_000_000_000n;
+    const ref = new EchoReference({ rate: 48_000, nowNs: () => ns, ringMs: 500 });
+    const frame = new Int16Array(960).fill(500);
+    ref.notePlayback(frame, 0);
+    const at = (Number(ns) * 48_000) / 1e9;
+    const out = new Int16Array(1920);
+    ref.read(at - 960, out);
+    expect(out.subarray(0, 960).every((v) => v === 0)).toBe(true);
+    expect(out.subarray(960).every((v) => v === 500)).toBe(true);
+    // much later: the old frame has left the ring
+    ns += 2_000_000_000n;
+    ref.notePlayback(new Int16Array(960), 0);
+    ref.read(at, out);
+    expect(out.every((v) => v === 0)).toBe(true);
+  });
+});
+
+describe('echo delay on a silent microphone', () => {
+  it('a microphone in digital silence (muted, the plain virtual card) gives no delay, however loud the reference', () => {
+    const { est, delays } = track(far, new Int16Array(far.length));
+    expect(delays.every((d) => d === undefined)).toBe(true);
+    expect(est.stats.skippedQuietMic).toBeGreaterThan(10);
+  });
+});
+
+describe('an underrun on the speaker', () => {
+  /** The device starves for 40 ms at 10 s: everything played after is heard 40 ms later. The reference is told
+   *  (PlaybackDevice.starvedMs) or not. */
+  function underrun(tellReference: boolean) {
+    const k0 = 500; // frame index of the underrun (10 s)
+    const gap = (40 * S) / 1000;
+    const heard = new Int16Array(far.length + gap);
+    heard.set(far.subarray(0, k0 * 960), 0);
+    heard.set(far.subarray(k0 * 960), k0 * 960 + gap);
+    const room = buildRoom({ farEnd: heard, delayMs: 87, echoGainDb: -6, noiseDbfs: -65 });
+    let ns = 0n;
+    const t0 = 1_000_000_000_000n;
+    const reference = new EchoReference({ rate: 16_000, nowNs: () => ns });
+    const aec = new EchoCanceller({ reference });
+    const states: AecState[] = [];
+    aec.onState = (s) => states.push(s);
+    const frameNs = 20_000_000n;
+    const playedAt = (i: number) => t0 + BigInt(i) * frameNs + (i >= k0 ? 40_000_000n : 0n);
+    let next = 0;
+    const sent = new Int16Array(room.mic.length);
+    for (let j = 0; (j + 1) * 960 <= room.mic.length; j++) {
+      const capturedAt = t0 + BigInt(j + 1) * frameNs;
+      while (next * 960 < far.length && playedAt(next) < capturedAt + frameNs) {
+        ns = playedAt(next);
+        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0, tellReference ? (next >= k0 ? 40 : 0) : undefined);
+        next++;
+      }
+      ns = capturedAt;
+      sent.set(aec.process(room.mic.slice(j * 960, (j + 1) * 960), capturedAt), j * 960);
+    }
+    const stats = aec.stats();
+    aec.close();
+    // the echo reduction in the second after the underrun (as heard: from 10.04 s + 87 ms)
+    return { states, stats, erleAfter: energyRatioDb(room.mic, sent, 10.15 * S, 11.15 * S) };
+  }
+
+  it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no gate', () => {
+    const told = underrun(true);
+    expect(told.stats.delayChanges).toBe(1);
+    expect(told.states).toEqual(['converged']);
+    expect(told.erleAfter).toBeGreaterThanOrEqual(25);
+    // without it the echo moves 40 ms and the canceller must find it again (so the check above can fail)
+    const blind = underrun(false);
+    expect(blind.stats.delayChanges).toBe(2);
+    expect(blind.states).toEqual(['converged', 'converging', 'converged']);
+    expect(blind.stats.delayMs).toBeCloseTo(127, 0);
+    expect(blind.erleAfter).toBeLessThan(10);
+  });
+});
