@@ -1,0 +1,30 @@
+// The local wake word engine's contract: the listening state machine feeds it microphone frames and opens the
+// microphone onto the call only after onWake. The implementation runs pocketsphinx keyphrase spotting off the
+// event loop (see pocketsphinxWake.ts).
+import type { Logger } from '../../common/logger.js';
+
+export interface WakeEvent {
+  phrase: string;
+  /** hrtime ns at which the wake phrase ended (mic timeline) */
+  endedAtNs: bigint;
+  score?: number;
+}
+
+export interface WakeWordEngine {
+  /** 20 ms mono s16 48 kHz microphone frames with their capture time; must return at once (never blocks the
+   *  event loop: the decode runs off the hot path, e.g. a worker thread) */
+  feed(pcm48k: Int16Array, capturedAtNs: bigint): void;
+  onWake(listener: (e: WakeEvent) => void): void;
+  close(): Promise<void>;
+}
+
+export interface WakeWordOptions {
+  phrase: string;
+  /** 0..1, higher = more accepts */
+  sensitivity: number;
+}
+
+export async function openWakeWordEngine(o: WakeWordOptions & { logger: Logger }): Promise<WakeWordEngine> {
+  const { openPocketsphinxWake } = await import('./pocketsphinxWake.js');
+  return openPocketsphinxWake(o);
+}
