@@ -6,9 +6,9 @@
 //   costs ~20 MB of RSS for 134k words the spotter never uses).
 // - Detection time: 5prealpha's kws search has no segment iterator (and ps_get_n_frames lags the audio given), so
 //   the end of the phrase is estimated from the audio given when ps_get_hyp first reports it: the search holds a
-//   detection back for -kws_delay frames (to keep the best-scoring end), plus the feature pipeline's lag measured
-//   on the tuning set (DETECTION_LAG_FRAMES). Audio is given to the decoder 10 ms at a time and the hypothesis
-//   checked after each, so the estimate has a 10 ms step.
+//   detection back for -kws_delay frames (to keep the best-scoring end); the lag from the real end to the report
+//   was measured on the tuning set (REPORT_LAG_FRAMES). Audio is given to the decoder 10 ms at a time and the
+//   hypothesis checked after each, so the estimate has a 10 ms step.
 // - Memory stays flat: the utterance restarts after every detection and every RESTART_SAMPLES; a restart replays
 //   the last OVERLAP_SAMPLES so a phrase spoken across it is still heard whole.
 import koffi from 'koffi';
@@ -20,8 +20,9 @@ import { AgentError } from '../errors.js';
 export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 const FRAME = 160; // 10 ms at 16 kHz
 const KWS_DELAY = 10; // frames, pocketsphinx's default -kws_delay
-/** frames between the phrase's real end and (frames given - kws_delay) at first report, measured on the tuning set */
-export const DETECTION_LAG_FRAMES = 6;
+/** frames between the phrase's real end and the first report of it: p50 over the tuning clips at 10 dB SNR (the
+ *  search reports a little before its kws_delay has passed: it counts frames after its own feature lag) */
+export const REPORT_LAG_FRAMES = 8;
 const RESTART_SAMPLES = 60 * 16000;
 const OVERLAP_SAMPLES = 24000; // 1.5 s: longer than any wake phrase
 
@@ -205,7 +206,7 @@ export class KeyphraseSpotter {
     this.fed += FRAME;
     const hyp = this.a.getHyp(this.ps, this.score) as string | null;
     if (hyp) {
-      const endSample = Math.max(this.uttStart, this.fed - (KWS_DELAY + DETECTION_LAG_FRAMES) * FRAME);
+      const endSample = Math.max(this.uttStart, this.fed - REPORT_LAG_FRAMES * FRAME);
       const score = this.score[0];
       this.a.endUtt(this.ps);
       this.start();
