@@ -133,7 +133,7 @@ async function realTime(clips: WakeClip[]): Promise<BenchRow[]> {
   const cpu = cpuShare(c0, t0) - baseCpu;
   const rss = process.memoryUsage().rss - rss0;
   rows.push({ issue: ISSUE, metric: 'wake: engine CPU while idle (room noise)', value: +(cpu * 100).toFixed(2), unit: '% of a core', target: '<= 3 %', pass: cpu <= 0.03, note: `process CPU with the engine fed in real time minus the same loop without it, ${idleSec} s, ${events.length} wakes; load ${loadavg()[0].toFixed(1)}` });
-  rows.push({ issue: ISSUE, metric: 'wake: RSS added by the loaded engine', value: +(rss / 1048576).toFixed(1), unit: 'MB', note: `process RSS after opening and ${idleSec} s of decoding, minus before (worker thread, koffi, acoustic model, phrase dictionary); from source under tsx, whose loader the worker also runs` });
+  rows.push({ issue: ISSUE, metric: 'wake: RSS added by the loaded engine', value: +(rss / 1048576).toFixed(1), unit: 'MB', note: `process RSS after opening and ${idleSec} s of decoding, minus before (worker thread, koffi, pocketsphinx's acoustic model: ~33 MB of it, phrase dictionary)` });
 
   const latencies: number[] = [];
   const offsets: number[] = [];
