@@ -63,6 +63,7 @@ export function spawnAgent(agentMain: string, url: string, stateDir: string, con
       SPEAKER_AGENT_STATE_DIR: stateDir,
       SPEAKER_AGENT_MIXER_CONTROL: 'Master',
       SPEAKER_AGENT_DUPLEX: 'full', // two-way: the mic is not gated while the peer's tone plays
+      SPEAKER_AGENT_LISTENING_MODE: 'always', // and not held for a wake word
       SPEAKER_AGENT_LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'ignore'],

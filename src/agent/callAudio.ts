@@ -11,6 +11,8 @@ import { OpusFrameDecoder, OpusFrameEncoder } from '../common/audio/opusCodec.js
 import { ResilientCapture, ResilientPlayback, type DeviceState } from './audio/resilientDevice.js';
 import { echoGateStage } from './audio/micStages.js';
 import { Uplink, type PacketSink } from './audio/uplink.js';
+import { WakeGate } from './audio/wakeGate.js';
+import { EarconPlayer } from './audio/earcons.js';
 import { AgentError } from './errors.js';
 import type { Settings } from './settings.js';
 import type { InboundRtp } from './transport/transportLayer.js';
@@ -26,10 +28,27 @@ export interface CallAudio {
   readonly downlink: Downlink;
   /** open | opening | retrying | closed, for status */
   deviceStates(): { microphone: DeviceState; speaker: DeviceState };
+  /** listening (issue #16): the stage that holds the microphone until listening opens, and the earcons */
+  readonly wakeGate: WakeGate;
+  readonly earcons: EarconPlayer;
+  /** privacy mute: false stops (closes) the capture device, true opens it again */
+  setMicrophoneOpen(open: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function openCallAudio(o: { backend: AudioBackend; settings: Settings['audio']; logger: Logger }): Promise<CallAudio> {
+export interface ListeningAudioOptions {
+  /** pre-roll of the wake gate (ms) */
+  preRollMs: number;
+  /** the gate starts open (mode `always`) */
+  gateOpen: boolean;
+  /** the capture device is not opened at all (privacy mute kept from the last run) */
+  microphoneMuted: boolean;
+  earcons: EarconPlayer;
+  onServiceAudio?: (audible: boolean) => void;
+}
+
+export async function openCallAudio(o: { backend: AudioBackend; settings: Settings['audio']; logger: Logger; listening?: ListeningAudioOptions }): Promise<CallAudio> {
+  const l = o.listening ?? { preRollMs: 0, gateOpen: true, microphoneMuted: false, earcons: new EarconPlayer({}) };
   const echoGate = new EchoGate({ mode: o.settings.duplex === 'full' ? 'full-duplex' : 'half-duplex', tailMs: o.settings.echoTailMs });
   const speaker = new ResilientPlayback({ backend: o.backend, deviceName: o.settings.playbackDevice, logger: o.logger });
   const microphone = new ResilientCapture({ backend: o.backend, deviceName: o.settings.captureDevice, logger: o.logger });
@@ -39,12 +58,15 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     jitter: new JitterBuffer(),
     echoGate,
     logger: o.logger,
+    overlay: l.earcons,
+    onServiceAudio: l.onServiceAudio,
   });
+  const wakeGate = new WakeGate({ preRollMs: l.preRollMs, open: l.gateOpen });
   // The microphone path, assembled here only (micStages.ts): an echo canceller or a wake word tap goes in this list.
-  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), stages: [echoGateStage(echoGate)], logger: o.logger });
+  const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), stages: [wakeGate, echoGateStage(echoGate)], logger: o.logger });
   try {
     await downlink.start();
-    await uplink.start(undefined);
+    if (!l.microphoneMuted) await uplink.start(undefined);
   } catch (err) {
     await uplink.stop().catch(() => undefined);
     await downlink.stop().catch(() => undefined);
@@ -54,11 +76,22 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
       { cause: err },
     );
   }
+  let currentSink: PacketSink | undefined;
   return {
     uplink,
     downlink,
     deviceStates: () => ({ microphone: microphone.state, speaker: speaker.state }),
-    setSink: (sink) => uplink.setSink(sink),
+    wakeGate,
+    earcons: l.earcons,
+    setSink: (sink) => {
+      currentSink = sink;
+      uplink.setSink(sink);
+    },
+    setMicrophoneOpen: async (open) => {
+      if (open) await uplink.start(currentSink);
+      else await uplink.stop();
+      uplink.setSink(currentSink); // stop() forgets the sink; the keep-alive still needs it while muted
+    },
     push: (p, ns) => downlink.push(p, ns),
     resetDownlink: () => downlink.resetStream(),
     close: async () => {

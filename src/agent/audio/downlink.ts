@@ -18,7 +18,7 @@ import { silentLogger } from '../../common/logger.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES } from '../../protocol/media.js';
 import type { PlaybackDevice } from './audioDevice.js';
-import type { EchoGate } from './echoGate.js';
+import { isAudible, type EchoGate } from './echoGate.js';
 import type { JitterBuffer, RtpAudioPacket } from './jitterBuffer.js';
 import { LatencyRecorder } from './latencyRecorder.js';
 import type { OpusFrameDecoder } from '../../common/audio/opusCodec.js';
@@ -29,6 +29,11 @@ export interface DownlinkOptions {
   jitter: JitterBuffer;
   echoGate: EchoGate;
   logger?: Logger;
+  /** mixed into every frame written (earcons.ts): the agent's own sounds go out of the same stream, so the
+   *  echo gate / canceller sees them */
+  overlay?: { mix(frame: Int16Array): Int16Array };
+  /** told for every frame of the service's stream whether it was audible (listening.ts: `speaking`) */
+  onServiceAudio?: (audible: boolean) => void;
 }
 
 const FIFO = 64;
@@ -41,6 +46,8 @@ export class Downlink {
   private readonly jitter: JitterBuffer;
   private readonly echoGate: EchoGate;
   private readonly log: Logger;
+  private readonly overlay: DownlinkOptions['overlay'];
+  private readonly onServiceAudio: DownlinkOptions['onServiceAudio'];
   private readonly silence = new Int16Array(FRAME_SAMPLES);
   private fallback: SharedInterval | undefined;
   private running = false;
@@ -66,6 +73,8 @@ export class Downlink {
     this.jitter = opts.jitter;
     this.echoGate = opts.echoGate;
     this.log = opts.logger ?? silentLogger;
+    this.overlay = opts.overlay;
+    this.onServiceAudio = opts.onServiceAudio;
   }
 
   /** Hands one received RTP packet to the jitter buffer. Cheap; never blocks. */
@@ -147,6 +156,8 @@ export class Downlink {
       frame = this.silence;
       this.stats.framesSilence++;
     }
+    this.onServiceAudio?.(item.kind !== 'empty' && isAudible(frame, this.echoGate.audibleRms));
+    if (this.overlay) frame = this.overlay.mix(frame);
     this.echoGate.notePlayback(frame, this.playback.queuedMs);
     const before = this.playback.queuedMs;
     this.playback.write(frame);
