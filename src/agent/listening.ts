@@ -67,6 +67,9 @@ export interface ListeningOptions {
   followUpMs: number;
   /** the assistant's audio counts as finished after this much inaudible playback (ms) */
   speakingTailMs?: number;
+  /** a response.done with none of its audio heard yet waits this long for it (the data channel outruns the
+   *  audio's jitter buffer) before the answer counts as over (ms) */
+  audioGraceMs?: number;
   clock?: ListeningClock;
 }
 
@@ -108,6 +111,10 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
   private responding = false;
   private responseDone = false;
   private functionPending = false;
+  /** audible frames played since the response began */
+  private heardAudio = false;
+  private responseDoneAt = 0;
+  private readonly graceMs: number;
   private lastAudibleAt = -Infinity;
   private timer: unknown;
   private current: ListeningState = 'offline';
@@ -120,6 +127,7 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
     this.silenceMs = o.silenceMs;
     this.followUpMs = o.followUpMs;
     this.tailMs = o.speakingTailMs ?? 400;
+    this.graceMs = o.audioGraceMs ?? 1_500;
     this.clock = o.clock ?? realClock;
   }
 
@@ -211,6 +219,7 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
       case 'response.created':
         this.responding = true;
         this.responseDone = false;
+        this.heardAudio = false;
         if (this.phase !== 'speaking') this.phase = 'thinking';
         if (this.open) this.armTimer(this.silenceMs);
         this.update('response');
@@ -229,10 +238,13 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
           return;
         }
         this.responseDone = true;
+        this.responseDoneAt = this.clock.now();
         this.maybeAnswered();
         return;
       case 'output_audio_buffer.stopped':
         this.responseDone = true;
+        this.responseDoneAt = -Infinity; // the service says its audio is over: no grace
+        this.heardAudio = true;
         this.maybeAnswered();
         return;
     }
@@ -243,11 +255,12 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
     if (!this.callUp || this.muted) return;
     if (audible) {
       this.lastAudibleAt = this.clock.now();
+      this.heardAudio = true;
       if (this.phase !== 'speaking') this.speakingNow();
       else if (this.open) this.armTimer(this.silenceMs);
       return;
     }
-    if (this.phase === 'speaking') this.maybeAnswered();
+    if (this.phase === 'speaking' || this.responseDone) this.maybeAnswered();
   }
 
   // ---- internals -----------------------------------------------------------------------------------------
@@ -289,7 +302,9 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
   private maybeAnswered(): void {
     // Audio with no response around it (an announcement, a service that sends no events) ends with its sound.
     if (this.responding && !this.responseDone) return;
-    if (this.clock.now() - this.lastAudibleAt < this.tailMs) return;
+    const now = this.clock.now();
+    if (now - this.lastAudibleAt < this.tailMs) return;
+    if (this.responding && !this.heardAudio && now - this.responseDoneAt < this.graceMs) return;
     if (this.phase !== 'speaking' && this.phase !== 'thinking') return;
     this.resetResponse();
     if (this.mode === 'always') {
@@ -309,6 +324,7 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
   }
 
   private resetResponse(): void {
+    this.heardAudio = false;
     this.functionPending = false;
     this.responding = false;
     this.responseDone = false;

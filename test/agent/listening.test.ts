@@ -182,6 +182,34 @@ describe('ListeningStateMachine', () => {
     expect(m.state).toBe('listening');
   });
 
+  it('response.done before its audio arrived (the data channel outruns the audio) waits for the audio; with none, the grace', () => {
+    const m = machine();
+    m.setCallUp(true);
+    m.wake();
+    m.service('response.created');
+    m.service('response.done');
+    for (let t = 0; t < 300; t += 20) {
+      clock.advance(20);
+      m.playback(false); // the jitter buffer still filling
+    }
+    expect(m.state).toBe('thinking');
+    m.playback(true);
+    expect(m.state).toBe('speaking');
+    clock.advance(400);
+    m.playback(false);
+    expect(m.state).toBe('listening');
+    expect(changes.at(-1)?.reason).toBe('follow_up');
+
+    m.service('response.created'); // a text-only answer: no audio ever
+    m.service('response.done');
+    clock.advance(1_400);
+    m.playback(false);
+    expect(m.state).toBe('thinking');
+    clock.advance(100);
+    m.playback(false);
+    expect(m.state).toBe('listening');
+  });
+
   it('output_audio_buffer.started/stopped drive speaking where a service sends them', () => {
     const m = machine();
     m.setCallUp(true);
