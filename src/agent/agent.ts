@@ -351,6 +351,11 @@ export class SpeakerAgent extends EventEmitter {
     this.emit('listening', { ...this.listeningStatus(), reason: c.reason, previous: c.previous, at: new Date().toISOString() });
   }
 
+  /** when the last earcon was asked for and its first frame written (hrtime ns), for the bench */
+  get earconTiming(): { requestedNs: bigint; firstWrittenNs: bigint } | undefined {
+    return this.audio?.earcons.timing;
+  }
+
   private earcon(name: EarconName): void {
     this.audio?.earcons.play(name);
   }
