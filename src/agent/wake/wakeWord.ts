@@ -11,8 +11,9 @@ export interface WakeEvent {
 }
 
 export interface WakeWordEngine {
-  /** 20 ms mono s16 48 kHz microphone frames with their capture time; must return at once (never blocks the
-   *  event loop: the decode runs off the hot path, e.g. a worker thread) */
+  /** 20 ms mono s16 48 kHz microphone frames with their capture time (hrtime ns of the frame's last sample, as the
+   *  capture backends stamp it); must return at once (never blocks the event loop: the decode runs off the hot
+   *  path, in a worker thread). The frame is copied: the caller may reuse its buffer. */
   feed(pcm48k: Int16Array, capturedAtNs: bigint): void;
   onWake(listener: (e: WakeEvent) => void): void;
   close(): Promise<void>;
@@ -28,3 +29,7 @@ export async function openWakeWordEngine(o: WakeWordOptions & { logger: Logger }
   const { openPocketsphinxWake } = await import('./pocketsphinxWake.js');
   return openPocketsphinxWake(o);
 }
+
+/** Chosen on the tuning part of the wake test set (see bench/wake-word.bench.ts for the held-out figures). */
+export const DEFAULT_WAKE_PHRASE = 'hey computer';
+export const DEFAULT_WAKE_SENSITIVITY = 0.5;
