@@ -328,7 +328,8 @@ export class SpeakerAgent extends EventEmitter {
   }
 
   private onWake(e: WakeEvent): void {
-    this.log.debug({ phrase: e.phrase, score: e.score }, 'wake word heard');
+    // how long after the end of the wake word it was heard (the engine's delay): the pre-roll covers it
+    this.log.debug({ phrase: e.phrase, score: e.score, heardAfterMs: Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6) }, 'wake word heard');
     if (this.micMuted) return;
     if (this.listening.state === 'offline') {
       this.earcon('unreachable');
@@ -339,6 +340,7 @@ export class SpeakerAgent extends EventEmitter {
     this.wakeTiming.handledAtNs = process.hrtime.bigint();
     this.listening.wake();
     this.preRollFromNs = undefined;
+    this.log.debug({ preRollFrames: this.audio?.wakeGate.backlog }, 'listening opened by the wake word');
   }
 
   private onListeningChange(c: ListeningChange): void {

@@ -151,3 +151,46 @@ describe('speaker-agent listen / mic / status --follow (real daemon, real compan
     expect((await runCli(['listen'], dev.env)).code).toBe(5); // no daemon
   }, 120_000);
 });
+
+describe('the wake word (real engine) in one breath with the command', () => {
+  it('"hey computer, set the volume to forty percent" said at once sets the mixer; the command alone does not', async () => {
+    const wakeDev = deviceDirs({ SPEAKER_AGENT_FOLLOW_UP_MS: '0' }); // mode wake: the default
+    try {
+      await enrollDevice(wakeDev, companion);
+      const oneBreath = path.join(tmp, 'one-breath.wav');
+      await run('flite', ['-voice', 'slt', '-t', 'hey computer, set the volume to forty percent', '-o', oneBreath]);
+      await runCli(['volume', 'set', '75'], wakeDev.env);
+      const d = spawnCli(['run'], { ...wakeDev.env, SPEAKER_AGENT_LOG_LEVEL: 'debug' });
+      const exited = new Promise((r) => d.on('exit', r));
+      let log = '';
+      d.stdout!.on('data', (c) => (log += c));
+      try {
+        let st: { state: string; listening: Line & { wakeWord: { engine: string } } } | undefined;
+        for (let i = 0; i < 60; i++) {
+          const r = await runCli(['status', '--json'], wakeDev.env);
+          st = r.code === 0 ? json(r) : undefined;
+          if (st?.state === 'connected' && st.listening.wakeWord.engine !== 'loading') break;
+          await sleep(500);
+        }
+        expect(st?.listening).toMatchObject({ mode: 'wake', state: 'idle', wakeWord: { engine: 'ready' } });
+        await run('paplay', ['-d', VIRTUAL.micSink, command], { env: process.env }); // no wake word: nothing
+        await sleep(2_500);
+        expect(await volumeOf(wakeDev.env)).toBe(75);
+        await run('paplay', ['-d', VIRTUAL.micSink, oneBreath], { env: process.env });
+        for (let i = 0; i < 60 && (await volumeOf(wakeDev.env)) !== 40; i++) await sleep(250);
+        const said = json<{ lastTranscripts: { role: string; text: string }[] }>(await runCli(['status', '--json'], wakeDev.env)).lastTranscripts;
+        const msgs = log.split('\n').filter((l) => /wake|listening|earcon/.test(l)).map((l) => l.replace(/^.*"name":"speaker-agent",/, ''));
+        expect(await volumeOf(wakeDev.env), JSON.stringify({ said, msgs })).toBe(40);
+      } finally {
+        d.kill('SIGTERM');
+        await exited;
+      }
+    } finally {
+      wakeDev.remove();
+    }
+  }, 120_000);
+});
+
+async function volumeOf(env: NodeJS.ProcessEnv): Promise<number> {
+  return json<{ volumePercent: number }>(await runCli(['volume', '--json'], env)).volumePercent;
+}

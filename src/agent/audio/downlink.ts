@@ -157,8 +157,11 @@ export class Downlink {
       this.stats.framesSilence++;
     }
     this.onServiceAudio?.(item.kind !== 'empty' && isAudible(frame, this.echoGate.audibleRms));
-    if (this.overlay) frame = this.overlay.mix(frame);
+    // The half-duplex gate follows the service's audio only: gating the microphone for the agent's own earcon
+    // would cut the command said right after the wake word ("computer, set the volume..."), pre-roll included.
+    // What is written (and what an echo canceller's reference records) is the mix.
     this.echoGate.notePlayback(frame, this.playback.queuedMs);
+    if (this.overlay) frame = this.overlay.mix(frame);
     const before = this.playback.queuedMs;
     this.playback.write(frame);
     if (this.pendingCount === FIFO) {

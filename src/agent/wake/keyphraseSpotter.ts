@@ -197,7 +197,10 @@ export class KeyphraseSpotter {
     this.fed += FRAME;
     const hyp = this.a.getHyp(this.ps, this.score) as string | null;
     if (hyp) {
-      const frames = this.a.nFrames(this.ps) as number;
+      // From the samples fed, not ps_get_n_frames: the decoder does not count digitally silent frames (a virtual
+      // microphone's, a muted line's), which moved the estimate early by as long as the silence since the
+      // utterance began (up to a minute); found by the listening e2e (issue #16, h-listen).
+      const frames = (this.fed - this.uttStart) / FRAME;
       const endSample = Math.min(this.fed, this.uttStart + Math.max(0, frames - KWS_DELAY - DETECTION_LAG_FRAMES) * FRAME);
       const score = this.score[0];
       this.a.endUtt(this.ps);
