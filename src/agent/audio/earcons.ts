@@ -1,9 +1,9 @@
 // Earcons: the short sounds the agent plays itself, without a round trip to the service (listening opened,
 // closed, muted, unmuted, service unreachable). Generated here (a few soft sine blips) or read from a WAV the
 // user names (settings `earcons.<name>`: "default", "off" or a path). They are mixed into the downlink's next
-// frame (Downlink's overlay), so they go out of the same playback stream as the assistant and the echo gate /
-// canceller sees them like any played audio; the delay from the event is at most one frame being written plus
-// the device's own queue.
+// frame (Downlink's overlay), so they go out of the same playback stream as the assistant and an echo
+// canceller's reference records them like any played audio (the half-duplex gate follows the service's audio
+// only: see downlink.ts); the delay from the event is at most one frame being written plus the device's queue.
 import { readFileSync } from 'node:fs';
 import { resample } from '../../common/audio/resample.js';
 import { decodeWav } from '../../common/audio/wav.js';
