@@ -50,8 +50,9 @@ export const SettingsSchema = z.object({
     silenceMs: withEnv(z._default(z.coercedInt(1_000, 120_000), 8_000), 'SPEAKER_AGENT_LISTENING_SILENCE_MS', 'back to idle after this much silence (ms)'),
     /** after an answer, listening reopens without the wake word for this long (0: never) */
     followUpMs: withEnv(z._default(z.coercedInt(0, 60_000), 5_000), 'SPEAKER_AGENT_FOLLOW_UP_MS', 'follow-up window after an answer (ms; 0: none)'),
-    /** audio from before the end of the wake word sent when listening opens */
-    preRollMs: z._default(z.coercedInt(0, 2_000), 150),
+    /** audio from before the end of the wake word sent when listening opens: short, or the service hears the
+     *  wake word as part of the command (README, Listening) */
+    preRollMs: z._default(z.coercedInt(0, 2_000), 50),
   }), {}),
   earcons: z.prefault(z.object({
     /** each: "default" (a generated sound), "off", or the path of a WAV file */

@@ -93,7 +93,7 @@ describe('the wake word opens the microphone with its pre-roll (real engine, ver
     // received: silence keep-alives, maybe the end of the phrase, then the tone; 1 s = 50 blocks
     expect(first).toBeGreaterThan(0);
     expect(toneBlocks).toBeGreaterThanOrEqual(47);
-    // before the pre-roll: digital silence only (the phrase itself is not sent, only its last 150 ms at most)
+    // before the pre-roll: digital silence only (the phrase itself is not sent, at most its last syllable's tail)
     const head = got.subarray(0, Math.max(0, first * 960 - 48 * 400));
     expect(head.reduce((m, v) => Math.max(m, Math.abs(v)), 0)).toBe(0);
   }, 30_000);
