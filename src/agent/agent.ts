@@ -329,7 +329,7 @@ export class SpeakerAgent extends EventEmitter {
 
   private onWake(e: WakeEvent): void {
     // how long after the end of the wake word it was heard (the engine's delay): the pre-roll covers it
-    this.log.debug({ phrase: e.phrase, score: e.score, heardAfterMs: Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6) }, 'wake word heard');
+    this.log.info({ phrase: e.phrase, score: e.score, heardAfterMs: Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6) }, 'wake word heard');
     if (this.micMuted) return;
     if (this.listening.state === 'offline') {
       this.earcon('unreachable');
