@@ -4,10 +4,11 @@
 //
 // - Dictionary: only the phrase's words, copied from Debian's cmudict-en-us.dict at start (the full dictionary
 //   costs ~20 MB of RSS for 134k words the spotter never uses).
-// - Detection time: 5prealpha's kws search has no segment iterator, so the end of the phrase is estimated from the
-//   frame count when ps_get_hyp first reports it: the search holds a detection back for -kws_delay frames (to
-//   keep the best-scoring end), plus a constant lag measured on the tuning set (DETECTION_LAG_FRAMES). Audio is
-//   given to the decoder 10 ms at a time and the hypothesis checked after each, so the estimate is frame-exact.
+// - Detection time: 5prealpha's kws search has no segment iterator (and ps_get_n_frames lags the audio given), so
+//   the end of the phrase is estimated from the audio given when ps_get_hyp first reports it: the search holds a
+//   detection back for -kws_delay frames (to keep the best-scoring end); the lag from the real end to the report
+//   was measured on the tuning set (REPORT_LAG_FRAMES). Audio is given to the decoder 10 ms at a time and the
+//   hypothesis checked after each, so the estimate has a 10 ms step.
 // - Memory stays flat: the utterance restarts after every detection and every RESTART_SAMPLES; a restart replays
 //   the last OVERLAP_SAMPLES so a phrase spoken across it is still heard whole.
 import koffi from 'koffi';
@@ -19,17 +20,23 @@ import { AgentError } from '../errors.js';
 export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 const FRAME = 160; // 10 ms at 16 kHz
 const KWS_DELAY = 10; // frames, pocketsphinx's default -kws_delay
-/** frames between the phrase's real end and (n_frames - kws_delay) at first report, measured on the tuning set */
-export const DETECTION_LAG_FRAMES = 0;
+/** frames between the phrase's real end and the first report of it: p50 over the tuning clips at 10 dB SNR (the
+ *  search reports a little before its kws_delay has passed: it counts frames after its own feature lag) */
+export const REPORT_LAG_FRAMES = 8;
 const RESTART_SAMPLES = 60 * 16000;
 const OVERLAP_SAMPLES = 24000; // 1.5 s: longer than any wake phrase
 
 export interface SpotterOptions {
   phrase: string;
-  /** pocketsphinx -kws_threshold: lower = more accepts (e.g. 1e-20) */
+  /** pocketsphinx -kws_threshold, p(phrase) / p(alternatives) needed: lower = more accepts (e.g. 1e-20) */
   threshold: number;
+  /** pocketsphinx -kws_plp, the phone loop's probability (the "anything else" the phrase competes with): lower =
+   *  more accepts. Default 0.1 (pocketsphinx's). */
+  phoneLoopProb?: number;
   /** directory holding en-us/ and cmudict-en-us.dict (default Debian's) */
   modelDir?: string;
+  /** more pocketsphinx options (tuning experiments), e.g. { '-kws_plp': '1e-2' } */
+  extra?: Record<string, string>;
 }
 
 export interface Detection {
@@ -50,7 +57,6 @@ interface Api {
   endUtt: Fn;
   processRaw: Fn;
   getHyp: Fn;
-  nFrames: Fn;
 }
 
 let api: Api | undefined;
@@ -70,7 +76,6 @@ function sphinx(): Api {
       endUtt: lib.func('int ps_end_utt(void *ps)') as Fn,
       processRaw: lib.func('int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)') as Fn,
       getHyp: lib.func('const char *ps_get_hyp(void *ps, _Out_ int *score)') as Fn,
-      nFrames: lib.func('int ps_get_n_frames(void *ps)') as Fn,
     };
     return api;
   } catch (cause) {
@@ -134,7 +139,9 @@ export class KeyphraseSpotter {
   constructor(o: SpotterOptions) {
     const words = phraseWords(o.phrase);
     if (words.length === 0) throw new AgentError('config_invalid', 'wake phrase is empty');
-    if (!(o.threshold > 0) || !Number.isFinite(o.threshold)) throw new AgentError('config_invalid', `wake threshold must be a positive number, got ${o.threshold}`);
+    for (const [k, v] of [['threshold', o.threshold], ['phoneLoopProb', o.phoneLoopProb ?? 0.1]] as const) {
+      if (!(v > 0) || !Number.isFinite(v)) throw new AgentError('config_invalid', `wake ${k} must be a positive number, got ${v}`);
+    }
     this.phrase = words.join(' ');
     const modelDir = o.modelDir ?? DEFAULT_MODEL_DIR;
     const dict = phraseDictionary(words, modelDir);
@@ -150,6 +157,8 @@ export class KeyphraseSpotter {
         s, '-keyphrase', s, this.phrase,
         s, '-kws_threshold', s, o.threshold.toExponential(),
         s, '-kws_delay', s, String(KWS_DELAY),
+        s, '-kws_plp', s, (o.phoneLoopProb ?? 0.1).toExponential(),
+        ...Object.entries(o.extra ?? {}).flatMap(([k, v]) => [s, k, s, v]),
         s, null];
       const config = this.a.cmdLnInit(...args);
       if (!config) throw new AgentError('audio', 'wake word engine: pocketsphinx rejected its configuration');
@@ -197,11 +206,7 @@ export class KeyphraseSpotter {
     this.fed += FRAME;
     const hyp = this.a.getHyp(this.ps, this.score) as string | null;
     if (hyp) {
-      // From the samples fed, not ps_get_n_frames: the decoder does not count digitally silent frames (a virtual
-      // microphone's, a muted line's), which moved the estimate early by as long as the silence since the
-      // utterance began (up to a minute); found by the listening e2e (issue #16, h-listen).
-      const frames = (this.fed - this.uttStart) / FRAME;
-      const endSample = Math.min(this.fed, this.uttStart + Math.max(0, frames - KWS_DELAY - DETECTION_LAG_FRAMES) * FRAME);
+      const endSample = Math.max(this.uttStart, this.fed - REPORT_LAG_FRAMES * FRAME);
       const score = this.score[0];
       this.a.endUtt(this.ps);
       this.start();
