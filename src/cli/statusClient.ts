@@ -55,9 +55,9 @@ export async function sendCommand(candidates: string[], command: string, timeout
     try {
       return { socketPath, answer: await postTo(socketPath, command, timeoutMs) };
     } catch (err) {
+      if (err instanceof AgentError) throw err; // the daemon answered (an error, or too slowly): not a missing socket
       const e = err as NodeJS.ErrnoException;
-      if (!e.code) throw err; // the daemon answered with an error: not a missing socket
-      tried.push(`${socketPath}: ${e.code === 'EACCES' ? 'permission denied (run as root or a member of the socket group)' : e.code}`);
+      tried.push(`${socketPath}: ${e.code === 'EACCES' ? 'permission denied (run as root or a member of the socket group)' : e.code ?? e.message}`);
     }
   }
   throw new AgentError('network', `the agent is not running (no status socket answered).\n  ${tried.join('\n  ')}`);
