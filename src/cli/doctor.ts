@@ -15,6 +15,7 @@ import { statusSocketCandidates } from '../agent/statusServer.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { readStatus } from './statusClient.js';
+import { checkWakeWord } from './wakeCheck.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
@@ -142,6 +143,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     out.push(await timed('capture', () => checkCapture(backend, a.captureDevice, opts.micMs ?? 800, daemonRunning)));
     out.push(await timed('playback', () => checkPlayback(backend, a.playbackDevice, daemonRunning)));
     out.push(await timed('mixer', () => checkMixer(loaded!)));
+    out.push(await timed('wake word', () => checkWakeWord(loaded!.settings)));
     return out;
   };
   const serverLane = async (): Promise<CheckResult[]> => {
