@@ -8,7 +8,7 @@ import type { Logger } from '../../common/logger.js';
 import { startWorkerThread } from '../../common/workerThread.js';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 import { phraseDictionary, phraseWords } from './keyphraseSpotter.js';
-import type { WakeEvent, WakeWordEngine, WakeWordOptions } from './wakeWord.js';
+import type { WakeEvent, WakeWordEngine, WakeWordOptions } from './wakeEngine.js';
 import type { WakeWorkerData } from './wakeWorker.js';
 
 const BATCH = 4800; // 100 ms at 48 kHz
