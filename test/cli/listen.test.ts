@@ -106,6 +106,20 @@ describe('speaker-agent listen / mic / status --follow (real daemon, real compan
       // the human form: one line per change
       const human = await runCli(['status'], dev.env);
       expect(human.stdout).toMatch(/^listening:\s+idle\s+mode manual/m);
+      const followHuman = spawnCli(['status', '--follow'], dev.env);
+      let text = '';
+      followHuman.stdout!.on('data', (c) => (text += c));
+      for (let i = 0; i < 50 && !text.includes('\n'); i++) await sleep(100);
+      expect(text).toMatch(/^\d\d:\d\d:\d\d\.\d{3} idle\s+mic-off\s+current\n/);
+
+      // `listen stop` closes listening at once
+      expect((await runCli(['listen'], dev.env)).stdout).toMatch(/^listening$/m);
+      const stopped = await runCli(['listen', 'stop'], dev.env);
+      expect(stopped.stdout).toMatch(/listening closed \(idle\)/);
+      for (let i = 0; i < 20 && lines.at(-1)?.reason !== 'stop'; i++) await sleep(100);
+      expect(lines.at(-1)).toMatchObject({ state: 'idle', reason: 'stop', micOnWire: false });
+      expect(text).toMatch(/listening\s+mic-on-wire\s+manual\n.*idle\s+mic-off\s+stop\n/s);
+      followHuman.kill('SIGINT');
       follow.kill('SIGINT');
     } finally {
       d.child.kill('SIGTERM');
