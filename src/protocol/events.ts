@@ -42,6 +42,9 @@ export const ServerEvent = z.discriminatedUnion('type', [
   z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), transcript: z.string() }),
   z.object({ ...base, type: z.literal('response.output_item.done'), response_id: z.optional(z.string()), output_index: z.optional(z.number()), item: z.union([FunctionCallItem, MessageItem]) }),
   z.object({ ...base, type: z.literal('response.done'), response: z.looseObject({ id: z.string(), status: z.optional(z.string()) }) }),
+  // where a service sends them (WebRTC realtime services): its audio to the device began / ended
+  z.object({ ...base, type: z.literal('output_audio_buffer.started'), response_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('output_audio_buffer.stopped'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('error'), error: z.looseObject({ type: z.optional(z.string()), code: z.nullish(z.string()), message: z.string(), event_id: z.nullish(z.string()) }) }),
 ]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
