@@ -25,7 +25,8 @@ export const ServerEvent = z.discriminatedUnion('type', [
   // GA sessions (POST /v1/realtime/calls) may carry no id
   z.object({ ...base, type: z.literal('session.created'), session: z.looseObject({ id: z.optional(z.string()) }) }),
   z.object({ ...base, type: z.literal('session.updated'), session: z.looseObject({}) }),
-  // WebRTC only: the server's outgoing audio started, played out, or was dropped (response.cancel, barge-in)
+  // where a service sends them (WebRTC realtime services, the companion's GA calls): its outgoing audio started,
+  // played out, or was dropped (response.cancel, barge-in); the agent's listening state follows them
   z.object({ ...base, type: z.literal('output_audio_buffer.started'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('output_audio_buffer.stopped'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('output_audio_buffer.cleared'), response_id: z.optional(z.string()) }),
@@ -42,9 +43,6 @@ export const ServerEvent = z.discriminatedUnion('type', [
   z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), transcript: z.string() }),
   z.object({ ...base, type: z.literal('response.output_item.done'), response_id: z.optional(z.string()), output_index: z.optional(z.number()), item: z.union([FunctionCallItem, MessageItem]) }),
   z.object({ ...base, type: z.literal('response.done'), response: z.looseObject({ id: z.string(), status: z.optional(z.string()) }) }),
-  // where a service sends them (WebRTC realtime services): its audio to the device began / ended
-  z.object({ ...base, type: z.literal('output_audio_buffer.started'), response_id: z.optional(z.string()) }),
-  z.object({ ...base, type: z.literal('output_audio_buffer.stopped'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('error'), error: z.looseObject({ type: z.optional(z.string()), code: z.nullish(z.string()), message: z.string(), event_id: z.nullish(z.string()) }) }),
 ]);
 export type ServerEvent = z.infer<typeof ServerEvent>;
