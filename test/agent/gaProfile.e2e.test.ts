@@ -55,6 +55,8 @@ beforeAll(async () => {
     server: { url: companion.url, workspaceKey, protocol: 'openai-realtime' },
     audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
     mixer: { card: 'default', control: VIRTUAL.mixerControl },
+    // the microphone always open: these tests speak without the wake word (issue #16's default)
+    listening: { mode: 'always' },
   });
   agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer, logger: createLogger({ level: 'silent' }) });
   await agent.start();

@@ -71,6 +71,8 @@ beforeAll(async () => {
     server: { url: companion.url, workspaceKey },
     audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
     mixer: { card: 'default', control: VIRTUAL.mixerControl },
+    // the microphone always open: these tests speak without the wake word (issue #16's default)
+    listening: { mode: 'always' },
   });
   const sink = { write: (line: string) => void logLines.push(line) };
   agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer, logger: createLogger({ level: 'debug', destination: sink as never }) });
