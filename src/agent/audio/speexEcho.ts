@@ -94,6 +94,8 @@ export class SpeexEcho {
   private echo: unknown;
   private pre: unknown;
   private readonly out: Int16Array;
+  /** the linear filter's output of the last process() (before residual suppression): what the filter achieved */
+  readonly linear: Int16Array;
 
   constructor(o: SpeexEchoOptions) {
     if (!Number.isInteger(o.frameSize) || o.frameSize < 32 || o.frameSize > 4096) throw new RangeError(`speex echo: frameSize ${o.frameSize}`);
@@ -103,6 +105,7 @@ export class SpeexEcho {
     this.frameSize = o.frameSize;
     this.filterLength = Math.round((o.filterMs * o.sampleRate) / 1000);
     this.out = new Int16Array(o.frameSize);
+    this.linear = new Int16Array(o.frameSize);
     this.echo = s.echoInit(o.frameSize, this.filterLength);
     if (!this.echo) throw new AgentError('audio', 'speex_echo_state_init failed');
     s.echoCtl(this.echo, SPEEX_ECHO_SET_SAMPLING_RATE, [o.sampleRate]);
@@ -128,7 +131,10 @@ export class SpeexEcho {
     }
     const s = api!;
     s.echoCancel(this.echo, mic, reference, this.out);
-    if (this.pre) s.preRun(this.pre, this.out);
+    if (this.pre) {
+      this.linear.set(this.out);
+      s.preRun(this.pre, this.out);
+    } else this.linear.set(this.out);
     return this.out;
   }
 
