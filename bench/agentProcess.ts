@@ -63,6 +63,8 @@ export function spawnAgent(agentMain: string, url: string, stateDir: string, con
       SPEAKER_AGENT_STATE_DIR: stateDir,
       SPEAKER_AGENT_MIXER_CONTROL: 'Master',
       SPEAKER_AGENT_DUPLEX: 'full', // two-way: the mic is not gated while the peer's tone plays
+      // and not held for a wake word, unless the bench's config asks for a mode (listening.bench.ts)
+      SPEAKER_AGENT_LISTENING_MODE: (config as { listening?: { mode?: string } } | undefined)?.listening?.mode ?? 'always',
       SPEAKER_AGENT_LOG_LEVEL: 'info',
       ...env,
     },

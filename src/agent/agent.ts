@@ -15,6 +15,13 @@ import { serviceClient, webrtcTransportOptions } from './device.js';
 import type { ServiceClient } from './serviceClient.js';
 import type { Settings } from './settings.js';
 import type { TransportFactory } from './transport/transportLayer.js';
+import { ListeningStateMachine, type ListeningChange, type ListeningMode, type ListeningState, type ServiceSignal } from './listening.js';
+import { EarconPlayer, loadEarcons, type EarconName } from './audio/earcons.js';
+import { readMicMuted, writeMicMuted } from './micMute.js';
+import { openWakeWordEngine, type WakeEvent, type WakeWordEngine } from './wake/wakeWord.js';
+import { everyMs, type SharedInterval } from '../common/sharedInterval.js';
+import type { ServerEvent } from '../protocol/events.js';
+import { isDeviceFunction } from '../protocol/functions.js';
 // Static on purpose: werift then loads with the agent, not after start(), where it would wait behind the sound
 // card's (synchronous) opening and delay the first call by ~0.4 s (bench agent-call).
 import { WebrtcTransport } from './transport/webrtcTransport.js';
@@ -47,7 +54,27 @@ export interface AgentStatus {
   audioDevices: { microphone: string; speaker: string } | null;
   /** the echo canceller (audio.duplex auto): state, delay, echo reduction; null when it does not run */
   echoCanceller: AecStats | null;
+  /** issue #16: the listening state (the LED's), the mode, the privacy mute, the wake word engine */
+  listening: ListeningStatus;
 }
+
+export interface ListeningStatus {
+  state: ListeningState;
+  mode: ListeningMode;
+  micMuted: boolean;
+  /** whether microphone audio goes onto the call now */
+  micOnWire: boolean;
+  wakeWord: { phrase: string; engine: 'loading' | 'ready' | 'unavailable' | 'not used'; error?: string };
+}
+
+/** One line of the state stream (GET /events, `status --follow`). */
+export interface ListeningEvent extends ListeningStatus {
+  reason: string;
+  previous: ListeningState;
+  at: string;
+}
+
+export type WakeEngineFactory = (o: { phrase: string; sensitivity: number; logger: Logger }) => Promise<WakeWordEngine>;
 
 export interface SpeakerAgentDeps {
   settings: Settings;
@@ -60,6 +87,10 @@ export interface SpeakerAgentDeps {
   transportFactory?: TransportFactory;
   /** default: device.ts's client for these settings and identity */
   client?: ServiceClient;
+  /** where the privacy mute is kept across restarts (micMute.ts); none: not persisted */
+  micStateFile?: string;
+  /** default: the local engine (wake/wakeWord.ts) */
+  wakeEngineFactory?: WakeEngineFactory;
 }
 
 export const MAX_TRANSCRIPTS = 20;
@@ -74,6 +105,7 @@ export interface SpeakerAgentEvents {
   connected: [{ callId: string }];
   transcript: [TranscriptEntry];
   function: [FunctionRecord];
+  listening: [ListeningEvent];
   error: never;
 }
 
@@ -88,6 +120,16 @@ export class SpeakerAgent extends EventEmitter {
   private loop: Promise<void> | undefined;
   private stopper: AbortController | undefined;
   private readonly transcripts: TranscriptEntry[] = [];
+  readonly listening: ListeningStateMachine;
+  private wakeEngine: WakeWordEngine | undefined;
+  private wakeStatus: ListeningStatus['wakeWord'];
+  private keepAliveTimer: SharedInterval | undefined;
+  /** where the wake gate's pre-roll starts when the next change opens it (set by a wake event) */
+  private preRollFromNs: bigint | undefined;
+  private micMuted: boolean;
+  private muteQueue: Promise<void> = Promise.resolve();
+  /** hrtime (ns) of the last wake event handled and of the listening it opened, for the bench */
+  readonly wakeTiming = { endedAtNs: 0n, handledAtNs: 0n };
   private status = {
     callId: null as string | null,
     connectedSince: null as string | null,
@@ -113,6 +155,15 @@ export class SpeakerAgent extends EventEmitter {
       });
     this.transportFactory = deps.transportFactory ?? (() => new WebrtcTransport(webrtcTransportOptions(s)));
     this.client = deps.client ?? serviceClient(s, deps.identity);
+    this.listening = new ListeningStateMachine({ mode: s.listening.mode, silenceMs: s.listening.silenceMs, followUpMs: s.listening.followUpMs });
+    const kept = deps.micStateFile ? readMicMuted(deps.micStateFile) : { muted: false };
+    if (kept.problem) this.log.warn({ file: deps.micStateFile }, `privacy mute: ${kept.problem}; the microphone stays muted until \`speaker-agent mic on\``);
+    this.micMuted = kept.muted;
+    this.listening.setMuted(kept.muted);
+    this.wakeStatus = { phrase: s.listening.wakePhrase, engine: s.listening.mode === 'wake' ? 'loading' : 'not used' };
+    this.listening.on('change', (c) => this.onListeningChange(c));
+    this.listening.on('opened', () => this.earcon('opened'));
+    this.listening.on('closed', () => this.earcon('closed'));
   }
 
   /** Starts keeping the call up and opens the sound card (a busy or missing device is retried in the
@@ -132,11 +183,22 @@ export class SpeakerAgent extends EventEmitter {
       (err) => this.log.warn({ err: toAgentError(err, 'mixer').toJSON() }, 'cannot read the mixer'),
     );
     try {
+      const earcons = new EarconPlayer(loadEarcons(this.deps.settings.earcons));
       this.audio = await openCallAudio({
         backend: this.deps.audio,
         settings: this.deps.settings.audio,
         logger: this.log,
+        listening: {
+          preRollMs: this.deps.settings.listening.preRollMs,
+          gateOpen: false,
+          microphoneMuted: this.micMuted,
+          earcons,
+          onServiceAudio: (audible) => this.listening.playback(audible),
+        },
       });
+      if (this.micMuted) this.log.info('privacy mute is on (kept from before): the microphone is not opened');
+      this.keepAliveTimer = everyMs(250, () => this.audio?.uplink.keepAlive());
+      if (this.deps.settings.listening.mode === 'wake') void this.loadWakeEngine();
     } catch (err) {
       await this.stop();
       throw toAgentError(err, 'audio');
@@ -161,11 +223,16 @@ export class SpeakerAgent extends EventEmitter {
     const keepAlive = setInterval(() => undefined, 1_000);
     try {
       this.stopper?.abort(new AgentError('call_failed', 'agent stopping'));
+      this.keepAliveTimer?.stop();
+      this.keepAliveTimer = undefined;
       const call = this.call;
       await call?.close();
       await this.loop;
       this.loop = undefined;
       await this.audio?.close().catch((err) => this.log.warn({ err: toAgentError(err, 'audio').toJSON() }, 'closing audio failed'));
+      const engine = this.wakeEngine;
+      this.wakeEngine = undefined;
+      await engine?.close().catch((err) => this.log.warn({ err: (err as Error).message }, 'closing the wake word engine failed'));
       this.audio = undefined;
       this.setState('stopped');
       this.log.info('speaker agent stopped');
@@ -190,7 +257,138 @@ export class SpeakerAgent extends EventEmitter {
       nextAttemptAt: this.status.nextAttemptAt,
       audioDevices: this.audio?.deviceStates() ?? null,
       echoCanceller: this.audio?.echoCanceller() ?? null,
+      listening: this.listeningStatus(),
     };
+  }
+
+  listeningStatus(): ListeningStatus {
+    return {
+      state: this.listening.state,
+      mode: this.listening.mode,
+      micMuted: this.micMuted,
+      micOnWire: this.listening.micOnWire,
+      wakeWord: { ...this.wakeStatus },
+    };
+  }
+
+  // ---- listening (issue #16) -----------------------------------------------------------------------------
+
+  /** `speaker-agent listen`: opens listening now (any mode). False when it cannot (muted, or no call: then the
+   *  "service unreachable" earcon says so). */
+  listen(): boolean {
+    if (!this.micMuted && this.listening.state === 'offline') {
+      this.earcon('unreachable');
+      return false;
+    }
+    return this.listening.listen();
+  }
+
+  /** `stop`: closes listening and cuts the assistant's answer (response.cancel, playback dropped). */
+  stopListening(): void {
+    const speaking = this.listening.state === 'speaking' || this.listening.state === 'thinking';
+    this.listening.stop();
+    if (speaking) {
+      this.call?.cancelResponse();
+      this.audio?.resetDownlink();
+    }
+  }
+
+  /** Privacy mute: persisted first (a crash right after still finds it), then the capture device is closed. */
+  setMicMuted(muted: boolean): Promise<void> {
+    const run = async () => {
+      if (this.deps.micStateFile) await writeMicMuted(this.deps.micStateFile, muted);
+      if (muted === this.micMuted) return;
+      this.micMuted = muted;
+      this.listening.setMuted(muted); // first: nothing goes on the wire from here on
+      this.earcon(muted ? 'muted' : 'unmuted');
+      await this.audio?.setMicrophoneOpen(!muted);
+      this.log.info(muted ? 'privacy mute on: the microphone is closed' : 'privacy mute off: the microphone is open (listening for the wake word)');
+    };
+    const p = this.muteQueue.then(run);
+    this.muteQueue = p.catch(() => undefined);
+    return p;
+  }
+
+  private async loadWakeEngine(): Promise<void> {
+    const l = this.deps.settings.listening;
+    const factory = this.deps.wakeEngineFactory ?? openWakeWordEngine;
+    try {
+      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, logger: this.log });
+      if (!this.loop) {
+        await engine.close();
+        return;
+      }
+      this.wakeEngine = engine;
+      engine.onWake((e) => this.onWake(e));
+      this.audio?.wakeGate.setEngine(engine);
+      this.wakeStatus = { phrase: l.wakePhrase, engine: 'ready' };
+      this.log.info({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity }, 'wake word engine ready');
+    } catch (err) {
+      const e = toAgentError(err, 'internal');
+      this.wakeStatus = { phrase: l.wakePhrase, engine: 'unavailable', error: e.message };
+      // Safe side: the microphone stays off the wire; only `speaker-agent listen` opens it.
+      this.log.error({ err: e.toJSON() }, 'the wake word engine did not load: only `speaker-agent listen` opens the microphone');
+    }
+  }
+
+  private onWake(e: WakeEvent): void {
+    // how long after the end of the wake word it was heard (the engine's delay): the pre-roll covers it
+    this.log.info({ phrase: e.phrase, score: e.score, heardAfterMs: Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6) }, 'wake word heard');
+    if (this.micMuted) return;
+    if (this.listening.state === 'offline') {
+      this.earcon('unreachable');
+      return;
+    }
+    this.preRollFromNs = e.endedAtNs - BigInt(this.deps.settings.listening.preRollMs) * 1_000_000n;
+    this.wakeTiming.endedAtNs = e.endedAtNs;
+    this.wakeTiming.handledAtNs = process.hrtime.bigint();
+    this.listening.wake();
+    this.preRollFromNs = undefined;
+    this.log.debug({ preRollFrames: this.audio?.wakeGate.backlog }, 'listening opened by the wake word');
+  }
+
+  private onListeningChange(c: ListeningChange): void {
+    const gate = this.audio?.wakeGate;
+    if (gate) {
+      if (c.micOnWire && !gate.open) gate.openFrom(this.preRollFromNs);
+      else if (!c.micOnWire && gate.open) gate.close();
+    }
+    this.log.info({ state: c.state, previous: c.previous, reason: c.reason, micOnWire: c.micOnWire }, `listening: ${c.state}`);
+    this.emit('listening', { ...this.listeningStatus(), reason: c.reason, previous: c.previous, at: new Date().toISOString() });
+  }
+
+  /** when the last earcon was asked for and its first frame written (hrtime ns), for the bench */
+  get earconTiming(): { requestedNs: bigint; firstWrittenNs: bigint } | undefined {
+    return this.audio?.earcons.timing;
+  }
+
+  private earcon(name: EarconName): void {
+    this.audio?.earcons.play(name);
+  }
+
+  private onServerEvent(e: ServerEvent): void {
+    let signal: ServiceSignal | undefined;
+    switch (e.type) {
+      case 'input_audio_buffer.speech_started':
+      case 'input_audio_buffer.speech_stopped':
+      case 'conversation.item.input_audio_transcription.completed':
+      case 'response.created':
+      case 'response.done':
+      case 'output_audio_buffer.started':
+      case 'output_audio_buffer.stopped':
+        signal = e.type;
+        break;
+      case 'response.output_audio_transcript.delta':
+      case 'response.audio_transcript.delta':
+        signal = 'assistant_transcript';
+        break;
+      case 'response.output_item.done':
+        if (e.item.type === 'function_call' && isDeviceFunction(e.item.name)) signal = 'function_call';
+        break;
+      default:
+        break;
+    }
+    if (signal) this.listening.service(signal);
   }
 
   private setState(s: AgentState): void {
@@ -217,6 +415,7 @@ export class SpeakerAgent extends EventEmitter {
         hooks: {
           onAudio: (p, ns) => this.audio?.push(p, ns),
           onUplinkLoss: (fraction) => this.audio?.uplink.reportLoss(fraction),
+          onServerEvent: (e) => this.onServerEvent(e),
           onTranscript: (role, text) => this.addTranscript(role, text),
           onFunction: (rec) => {
             if (rec.output?.success) {
@@ -241,6 +440,7 @@ export class SpeakerAgent extends EventEmitter {
         lastErrorCode = undefined;
         this.audio?.setSink((opus, samples) => call.sendAudio(opus, samples));
         this.setState('connected');
+        this.listening.setCallUp(true);
         this.log.info({ callId: call.sessionId, reconnects: this.status.reconnects }, 'call connected');
         this.emit('connected', { callId: call.sessionId ?? '' });
         reason = await call.ended;
@@ -248,6 +448,9 @@ export class SpeakerAgent extends EventEmitter {
         reason = toAgentError(err, 'call_failed');
       }
       this.audio?.setSink(undefined);
+      this.listening.setCallUp(false);
+      // A call that was up is lost: say so once (not at every retry).
+      if (upSince && !signal.aborted) this.earcon('unreachable');
       await call.close();
       this.call = undefined;
       this.audio?.resetDownlink();

@@ -29,6 +29,8 @@ export interface CallHooks {
   onUplinkLoss?(fractionLost: number): void;
   onTranscript(role: TranscriptRole, text: string): void;
   onFunction(record: FunctionRecord): void;
+  /** every valid event from the service, before the call handles it (listening.ts follows the turns) */
+  onServerEvent?(event: ServerEvent): void;
 }
 
 export interface CallOptions {
@@ -135,6 +137,11 @@ export class Call {
     if (this.up) this.o.transport.sendAudio(opus, samples);
   }
 
+  /** Asks the service to stop the response under way (the user said stop). */
+  cancelResponse(): void {
+    if (this.up) this.o.transport.send({ type: 'response.cancel' });
+  }
+
   /** Ends the call: the transport is closed so the server sees the peer go. */
   async close(): Promise<void> {
     this.end(new AgentError('call_failed', 'closed by the agent'));
@@ -169,6 +176,7 @@ export class Call {
   }
 
   private dispatch(e: ServerEvent): void {
+    this.o.hooks.onServerEvent?.(e);
     if (e.type === 'conversation.item.input_audio_transcription.completed') {
       this.o.logger.info({ role: 'user' }, `user: ${e.transcript}`);
       this.o.hooks.onTranscript('user', e.transcript);

@@ -13,6 +13,8 @@ import { OpusFrameDecoder, OpusFrameEncoder } from '../common/audio/opusCodec.js
 import { ResilientCapture, ResilientPlayback, type DeviceState } from './audio/resilientDevice.js';
 import { echoCancelStage, echoGateStage, type MicStage } from './audio/micStages.js';
 import { Uplink, type PacketSink } from './audio/uplink.js';
+import { WakeGate } from './audio/wakeGate.js';
+import { EarconPlayer } from './audio/earcons.js';
 import { AgentError } from './errors.js';
 import type { Settings } from './settings.js';
 import type { InboundRtp } from './transport/transportLayer.js';
@@ -30,10 +32,27 @@ export interface CallAudio {
   deviceStates(): { microphone: DeviceState; speaker: DeviceState };
   /** the echo canceller's state, delay and echo reduction; undefined when it does not run (duplex half/full) */
   echoCanceller(): AecStats | undefined;
+  /** listening (issue #16): the stage that holds the microphone until listening opens, and the earcons */
+  readonly wakeGate: WakeGate;
+  readonly earcons: EarconPlayer;
+  /** privacy mute: false stops (closes) the capture device, true opens it again */
+  setMicrophoneOpen(open: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function openCallAudio(o: { backend: AudioBackend; settings: Settings['audio']; logger: Logger }): Promise<CallAudio> {
+export interface ListeningAudioOptions {
+  /** pre-roll of the wake gate (ms) */
+  preRollMs: number;
+  /** the gate starts open (mode `always`) */
+  gateOpen: boolean;
+  /** the capture device is not opened at all (privacy mute kept from the last run) */
+  microphoneMuted: boolean;
+  earcons: EarconPlayer;
+  onServiceAudio?: (audible: boolean) => void;
+}
+
+export async function openCallAudio(o: { backend: AudioBackend; settings: Settings['audio']; logger: Logger; listening?: ListeningAudioOptions }): Promise<CallAudio> {
+  const l = o.listening ?? { preRollMs: 0, gateOpen: true, microphoneMuted: false, earcons: new EarconPlayer({}) };
   const echoGate = new EchoGate({ mode: o.settings.duplex === 'full' ? 'full-duplex' : 'half-duplex', tailMs: o.settings.echoTailMs });
   const aec = o.settings.duplex === 'auto' ? openEchoCanceller(o.logger) : undefined;
   const speaker = new ResilientPlayback({ backend: o.backend, deviceName: o.settings.playbackDevice, logger: o.logger });
@@ -45,14 +64,18 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     echoGate,
     echoReference: aec?.reference,
     logger: o.logger,
+    overlay: l.earcons,
+    onServiceAudio: l.onServiceAudio,
   });
+  const wakeGate = new WakeGate({ preRollMs: l.preRollMs, open: l.gateOpen });
   // The microphone path, assembled here only (micStages.ts): an echo canceller or a wake word tap goes in this list.
-  const stages: MicStage[] = [echoGateStage(echoGate)];
+  const stages: MicStage[] = [wakeGate, echoGateStage(echoGate)];
+  // the canceller first: it adapts on every frame (also while idle), and the wake word engine hears its output
   if (aec) stages.unshift(echoCancelStage(aec.canceller, echoGate));
   const uplink = new Uplink({ capture: microphone, encoder: new OpusFrameEncoder(), stages, logger: o.logger });
   try {
     await downlink.start();
-    await uplink.start(undefined);
+    if (!l.microphoneMuted) await uplink.start(undefined);
   } catch (err) {
     await uplink.stop().catch(() => undefined);
     await downlink.stop().catch(() => undefined);
@@ -64,12 +87,23 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
       { cause: err },
     );
   }
+  let currentSink: PacketSink | undefined;
   return {
     uplink,
     downlink,
     deviceStates: () => ({ microphone: microphone.state, speaker: speaker.state }),
     echoCanceller: () => aec?.canceller.stats(),
-    setSink: (sink) => uplink.setSink(sink),
+    wakeGate,
+    earcons: l.earcons,
+    setSink: (sink) => {
+      currentSink = sink;
+      uplink.setSink(sink);
+    },
+    setMicrophoneOpen: async (open) => {
+      if (open) await uplink.start(currentSink);
+      else await uplink.stop();
+      uplink.setSink(currentSink); // stop() forgets the sink; the keep-alive still needs it while muted
+    },
     push: (p, ns) => downlink.push(p, ns),
     resetDownlink: () => downlink.resetStream(),
     close: async () => {

@@ -10,6 +10,7 @@ import { envOverrides, withEnv, type EnvOverride } from '../common/zodMini.js';
 import { AgentError } from './errors.js';
 import { setPath } from '../common/setPath.js';
 import { DEFAULT_ECHO_TAIL_MS } from './audio/echoGate.js';
+import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY } from './wake/wakeWord.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -45,6 +46,29 @@ export const SettingsSchema = z.object({
     card: withEnv(z._default(z.nonEmpty(), 'default'), 'SPEAKER_AGENT_MIXER_CARD', 'ALSA card for the volume control'),
     /** simple control, e.g. "Master", "PCM", "Speaker"; unset = found automatically */
     control: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_MIXER_CONTROL', 'ALSA simple control (Master, PCM, Speaker...)'),
+  }), {}),
+  listening: z.prefault(z.object({
+    /** wake: the microphone goes to the service only after the wake word; always: always (services that take
+     *  turns themselves); manual: only `speaker-agent listen` / the status socket opens it (push-to-talk) */
+    mode: withEnv(z._default(z.enum(['wake', 'always', 'manual']), 'wake'), 'SPEAKER_AGENT_LISTENING_MODE', 'wake, always or manual'),
+    wakePhrase: withEnv(z._default(z.nonEmpty(), DEFAULT_WAKE_PHRASE), 'SPEAKER_AGENT_WAKE_PHRASE', 'the wake word or phrase'),
+    /** 0..1: higher hears the wake word more readily, and false accepts more often */
+    wakeSensitivity: withEnv(z._default(z.coerce.number().check(z.minimum(0), z.maximum(1)), DEFAULT_WAKE_SENSITIVITY), 'SPEAKER_AGENT_WAKE_SENSITIVITY', 'wake word sensitivity, 0..1'),
+    /** an open conversation with no speech and no answer for this long goes back to idle */
+    silenceMs: withEnv(z._default(z.coercedInt(1_000, 120_000), 8_000), 'SPEAKER_AGENT_LISTENING_SILENCE_MS', 'back to idle after this much silence (ms)'),
+    /** after an answer, listening reopens without the wake word for this long (0: never) */
+    followUpMs: withEnv(z._default(z.coercedInt(0, 60_000), 5_000), 'SPEAKER_AGENT_FOLLOW_UP_MS', 'follow-up window after an answer (ms; 0: none)'),
+    /** audio from before the end of the wake word sent when listening opens: short, or the service hears the
+     *  wake word as part of the command (README, Listening) */
+    preRollMs: z._default(z.coercedInt(0, 2_000), 50),
+  }), {}),
+  earcons: z.prefault(z.object({
+    /** each: "default" (a generated sound), "off", or the path of a WAV file */
+    opened: z._default(z.nonEmpty(), 'default'),
+    closed: z._default(z.nonEmpty(), 'default'),
+    muted: z._default(z.nonEmpty(), 'default'),
+    unmuted: z._default(z.nonEmpty(), 'default'),
+    unreachable: z._default(z.nonEmpty(), 'default'),
   }), {}),
   log: z.prefault(z.object({ level: withEnv(z._default(LogLevel, 'info'), 'SPEAKER_AGENT_LOG_LEVEL', 'fatal, error, warn, info, debug, trace or silent') }), {}),
   paths: z.prefault(z.object({

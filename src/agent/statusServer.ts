@@ -1,6 +1,8 @@
 // The running daemon's status on a local unix socket, for `speaker-agent status` (src/cli/statusClient.ts).
 // HTTP over the socket (GET /status -> JSON) keeps the client trivial and the protocol inspectable with
 // `curl --unix-socket`. Access control is the file mode (0660) and group of the socket, not a token.
+// Issue #16: GET /events streams the listening state as JSON lines (one per change, the current state first;
+// for LEDs: `status --follow`), and POST /listen, /stop, /mic/off, /mic/on drive it (buttons, scripts).
 import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -42,7 +44,16 @@ export interface StatusServerOptions {
   mode?: number;
   /** group that may read the socket, e.g. "audio" (default: the process's own group) */
   group?: string;
+  /** GET /events: the current state, then one object per change; returns the unsubscribe */
+  events?: { current: () => unknown; subscribe: (send: (event: unknown) => void) => () => void };
+  /** POST /listen, /stop, /mic/off, /mic/on: each answers a JSON object */
+  commands?: Record<StatusCommand, () => unknown>;
 }
+
+export const STATUS_COMMANDS = { '/listen': 'listen', '/stop': 'stop', '/mic/off': 'micOff', '/mic/on': 'micOn' } as const;
+export type StatusCommand = (typeof STATUS_COMMANDS)[keyof typeof STATUS_COMMANDS];
+
+const NOT_FOUND = '{"error":"not found; GET /status, GET /events, POST /listen, /stop, /mic/off, /mic/on"}';
 
 export interface StatusServer {
   readonly socketPath: string;
@@ -55,8 +66,23 @@ export async function startStatusServer(opts: StatusServerOptions): Promise<Stat
   await removeStaleSocket(socketPath);
 
   const server = http.createServer((req, res) => {
+    const command = req.method === 'POST' ? STATUS_COMMANDS[req.url as keyof typeof STATUS_COMMANDS] : undefined;
+    if (command && opts.commands) {
+      req.resume(); // no body is read: the path is the command
+      Promise.resolve()
+        .then(() => opts.commands![command]())
+        .then(
+          (r) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(r ?? { ok: true })),
+          (err: Error) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: err.message })),
+        );
+      return;
+    }
+    if (req.method === 'GET' && req.url === '/events' && opts.events) {
+      streamEvents(res, opts.events);
+      return;
+    }
     if (req.method !== 'GET' || (req.url !== '/status' && req.url !== '/')) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found; GET /status"}');
+      res.writeHead(404, { 'content-type': 'application/json' }).end(NOT_FOUND);
       return;
     }
     let body: string;
@@ -96,6 +122,22 @@ export async function startStatusServer(opts: StatusServerOptions): Promise<Stat
         fs.unlink(socketPath).catch(() => undefined);
       }),
   };
+}
+
+/** Chunked JSON lines until the client goes; a client that does not read is dropped rather than buffered. */
+function streamEvents(res: http.ServerResponse, events: NonNullable<StatusServerOptions['events']>): void {
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  res.socket?.setNoDelay(true);
+  const send = (e: unknown) => {
+    if (res.writableLength > 64 * 1024) {
+      res.destroy();
+      return;
+    }
+    res.write(`${JSON.stringify(e)}\n`);
+  };
+  send(events.current());
+  const unsubscribe = events.subscribe(send);
+  res.on('close', unsubscribe);
 }
 
 /** A socket file left by a crashed daemon is removed; one that answers means another daemon is running. */

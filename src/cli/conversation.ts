@@ -1,6 +1,6 @@
 // The conversation in human-readable form on the terminal (`run --demo`, `run --conversation`): call state,
 // what the user said, the function calls with the volume change, and the assistant's reply.
-import type { SpeakerAgent, TranscriptEntry } from '../agent/agent.js';
+import type { ListeningEvent, SpeakerAgent, TranscriptEntry } from '../agent/agent.js';
 import type { FunctionRecord } from '../agent/call.js';
 
 export type Print = (line: string) => void;
@@ -18,10 +18,13 @@ export function attachConversationPrinter(agent: SpeakerAgent, print: Print): ()
   const onState = (s: string) => print(`${time()}  [call ${s}]`);
   const onTranscript = (t: TranscriptEntry) => print(`${time()}  ${t.role === 'user' ? 'you      ' : 'assistant'}  ${t.text}`);
   const onFunction = (f: FunctionRecord) => print(`${time()}  ${describeFunction(f)}`);
+  const onListening = (e: ListeningEvent) => e.state !== e.previous && print(`${time()}  [${e.state}${e.micOnWire ? ', microphone on the call' : ''}]`);
   agent.on('state', onState);
   agent.on('transcript', onTranscript);
   agent.on('function', onFunction);
+  agent.on('listening', onListening);
   return () => {
+    agent.off('listening', onListening);
     agent.off('state', onState);
     agent.off('transcript', onTranscript);
     agent.off('function', onFunction);

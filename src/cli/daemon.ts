@@ -93,7 +93,25 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     notifier.status(state === 'connected' ? `call connected to ${o.agent.snapshot().server}` : `call ${state}`);
   });
 
-  statusServer = await startStatusServer({ socketPath: o.statusSocket, snapshot, mode: 0o660 });
+  statusServer = await startStatusServer({
+    socketPath: o.statusSocket,
+    snapshot,
+    mode: 0o660,
+    // issue #16: the listening state stream (LEDs) and the buttons' commands
+    events: {
+      current: () => ({ ...o.agent.listeningStatus(), reason: 'current', previous: o.agent.listening.state, at: new Date().toISOString() }),
+      subscribe: (send) => {
+        o.agent.on('listening', send);
+        return () => o.agent.off('listening', send);
+      },
+    },
+    commands: {
+      listen: () => ({ ok: o.agent.listen(), listening: o.agent.listeningStatus() }),
+      stop: () => (o.agent.stopListening(), { ok: true, listening: o.agent.listeningStatus() }),
+      micOff: async () => (await o.agent.setMicMuted(true), { ok: true, listening: o.agent.listeningStatus() }),
+      micOn: async () => (await o.agent.setMicMuted(false), { ok: true, listening: o.agent.listeningStatus() }),
+    },
+  });
   await o.agent.start(); // opens the sound card: an AgentError('audio') here is a start failure
   const readyMs = performance.now() - t0;
   notifier.ready(`running; connecting to ${o.agent.snapshot().server}`);

@@ -1,6 +1,9 @@
 // `run --demo`: a scripted user speaks into the virtual microphone once the call is up ("set the volume to
 // forty percent", synthesised offline with flite or espeak-ng and played into the mic sink with paplay),
 // then the demo waits for the function call and the assistant's reply, and reports success.
+// Listening (issue #16): with the wake word engine ready the user says the wake word first, in the same breath
+// ("computer, set the volume..."); without one (mode manual, or the engine did not load) the demo presses the
+// push-to-talk button (agent.listen(), what `speaker-agent listen` does) just before speaking.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -28,6 +31,12 @@ async function synthesizeUtterance(text: string, file: string): Promise<string> 
   }
 }
 
+/** The listening status once the wake word engine has settled (loaded or failed; at most 10 s). */
+async function listeningReady(agent: SpeakerAgent) {
+  for (let i = 0; i < 100 && agent.listeningStatus().wakeWord.engine === 'loading'; i++) await new Promise((r) => setTimeout(r, 100));
+  return agent.listeningStatus();
+}
+
 export interface DemoResult {
   function: FunctionRecord;
   reply: string;
@@ -35,7 +44,10 @@ export interface DemoResult {
 
 /** Speaks the phrase once the call is connected; resolves when the function ran and the assistant replied. */
 export async function runDemo(agent: SpeakerAgent, opts: { print: (s: string) => void; timeoutMs?: number; phrase?: string }): Promise<DemoResult> {
-  const phrase = opts.phrase ?? DEMO_PHRASE;
+  const command = opts.phrase ?? DEMO_PHRASE;
+  const l = await listeningReady(agent);
+  const useWake = l.mode === 'wake' && l.wakeWord.engine === 'ready';
+  const phrase = useWake ? `${l.wakeWord.phrase}, ${command}` : command;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'speaker-agent-demo-'));
   const wav = path.join(dir, 'user.wav');
@@ -54,6 +66,10 @@ export async function runDemo(agent: SpeakerAgent, opts: { print: (s: string) =>
         opts.print(`demo      the scripted user says "${phrase}" into the microphone (${engine})`);
         // a short pause so the call's audio path is settled before the user talks
         setTimeout(() => {
+          if (!useWake && l.mode !== 'always') {
+            opts.print('demo      the scripted user presses the listen button (speaker-agent listen)');
+            agent.listen();
+          }
           run('paplay', ['-d', MIC_SINK, wav], { env: process.env }).catch((err: Error) =>
             finish(new AgentError('audio', `demo: cannot play into the virtual microphone: ${err.message}`, { cause: err })),
           );

@@ -16,6 +16,7 @@ import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { checkEcho } from './echoCheck.js';
 import { readStatus } from './statusClient.js';
+import { checkWakeWord } from './wakeCheck.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
@@ -146,6 +147,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     out.push(await timed('playback', () => checkPlayback(backend, a.playbackDevice, daemonRunning)));
     if (!opts.skipEcho) out.push(await timed('echo', () => checkEcho(backend, a.captureDevice, a.playbackDevice, daemonRunning)));
     out.push(await timed('mixer', () => checkMixer(loaded!)));
+    out.push(await timed('wake word', () => checkWakeWord(loaded!.settings)));
     return out;
   };
   const serverLane = async (): Promise<CheckResult[]> => {

@@ -9,6 +9,8 @@ import { registerCompanion } from './commands/companion.js';
 import { registerDevices } from './commands/devices.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerEnroll } from './commands/enroll.js';
+import { registerListen } from './commands/listen.js';
+import { registerMic } from './commands/mic.js';
 import { registerRun } from './commands/run.js';
 import { registerSay } from './commands/say.js';
 import { registerStatus } from './commands/status.js';
@@ -59,6 +61,8 @@ ${EXIT_CODES_HELP}`,
     registerRun,
     registerEnroll,
     registerStatus,
+    registerListen,
+    registerMic,
     registerDoctor,
     registerDevices,
     registerVolume,

@@ -8,6 +8,7 @@ import { AgentError } from '../agent/errors.js';
 import { ensureIdentity, fingerprint, loadIdentity } from '../agent/identity.js';
 import { loadSettings, requireServerSettings, settingFromEnv, type Settings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
+import { micStatePath } from '../agent/micMute.js';
 import { createLogger } from '../common/logger.js';
 import { isServerConfigured, startLocalCompanion } from './cliContext.js';
 import { wireDevice } from '../agent/device.js';
@@ -75,7 +76,7 @@ export async function runAgent(o: RunOptions): Promise<number> {
   print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
 
   const { client, mixer, audio, transportFactory } = await wireDevice(settings, identity);
-  const agent = new SpeakerAgent({ settings, identity, client, audio, mixer, transportFactory, logger });
+  const agent = new SpeakerAgent({ settings, identity, client, audio, mixer, transportFactory, logger, micStateFile: micStatePath(loaded.stateDir) });
   if (human) attachConversationPrinter(agent, print);
 
   const daemon = await startDaemon({

@@ -25,7 +25,8 @@ export const ServerEvent = z.discriminatedUnion('type', [
   // GA sessions (POST /v1/realtime/calls) may carry no id
   z.object({ ...base, type: z.literal('session.created'), session: z.looseObject({ id: z.optional(z.string()) }) }),
   z.object({ ...base, type: z.literal('session.updated'), session: z.looseObject({}) }),
-  // WebRTC only: the server's outgoing audio started, played out, or was dropped (response.cancel, barge-in)
+  // where a service sends them (WebRTC realtime services, the companion's GA calls): its outgoing audio started,
+  // played out, or was dropped (response.cancel, barge-in); the agent's listening state follows them
   z.object({ ...base, type: z.literal('output_audio_buffer.started'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('output_audio_buffer.stopped'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('output_audio_buffer.cleared'), response_id: z.optional(z.string()) }),

@@ -8,7 +8,7 @@ export type RealtimeErrorType =
   | 'server_error';
 
 export interface RealtimeErrorDef {
-  status: 400 | 401 | 404 | 500 | 502;
+  status: 400 | 401 | 404 | 500;
   type: RealtimeErrorType;
   /** When it is answered, for the documentation table. */
   when: string;
@@ -34,7 +34,7 @@ export const REALTIME_ERRORS = {
   not_found: { status: 404, type: 'not_found_error', when: 'no such route or method under /v1/realtime' },
   too_many_calls: { status: 500, type: 'server_error', when: 'the server holds its configured maximum of calls' },
   server_error: { status: 500, type: 'server_error', when: 'an unexpected fault on the server' },
-  upstream_unavailable: { status: 502, type: 'server_error', when: 'gateway mode (realtime.upstream): the upstream realtime service cannot be reached, refused the call, or its API key variable is not set' },
+  upstream_unavailable: { status: 500, type: 'server_error', when: 'gateway mode (realtime.upstream): the upstream realtime service cannot be reached, refused the call, or its API key variable is not set' },
 } as const satisfies Record<string, RealtimeErrorDef>;
 
 export type RealtimeErrorCode = keyof typeof REALTIME_ERRORS;

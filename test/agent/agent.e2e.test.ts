@@ -77,6 +77,7 @@ beforeAll(async () => {
     server: { url: peer.url, workspaceKey: KEY, appSource: 'e2e' },
     audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
     mixer: { card: 'default', control: VIRTUAL.mixerControl },
+    listening: { mode: 'always' }, // the microphone on the wire all the time (test/agent/listening.e2e.test.ts: wake)
   });
   const logSink = new Writable({
     write(chunk, _enc, cb) {

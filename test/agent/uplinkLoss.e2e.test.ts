@@ -39,6 +39,7 @@ describe('SpeakerAgent on a lossy uplink', () => {
         server: { url: peer.url, workspaceKey: KEY },
         audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'full' },
         mixer: { card: 'default', control: VIRTUAL.mixerControl },
+        listening: { mode: 'always' },
       }),
       identity,
       audio: new PortAudioBackend(),

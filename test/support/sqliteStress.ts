@@ -5,7 +5,7 @@
 // the dropped statements outside a JavaScript context: in the worker's teardown at the latest.
 import { isMainThread, workerData } from 'node:worker_threads';
 import { openDatabase } from '../../src/companion/db/database.js';
-import { startWorkerThread, workerThreadData } from '../../src/companion/threads/workerThread.js';
+import { startWorkerThread, workerThreadData } from '../../src/common/workerThread.js';
 
 const dir: string = isMainThread ? process.argv[2] : workerThreadData<{ dir: string }>(workerData).dir;
 const db = openDatabase(dir);

@@ -19,7 +19,7 @@ import { silentLogger } from '../../common/logger.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES } from '../../protocol/media.js';
 import type { PlaybackDevice } from './audioDevice.js';
-import type { EchoGate } from './echoGate.js';
+import { isAudible, type EchoGate } from './echoGate.js';
 import type { EchoReference } from './echoReference.js';
 import type { JitterBuffer, RtpAudioPacket } from './jitterBuffer.js';
 import { LatencyRecorder } from './latencyRecorder.js';
@@ -33,6 +33,11 @@ export interface DownlinkOptions {
   /** the echo canceller's record of what was played (audio.duplex auto) */
   echoReference?: EchoReference;
   logger?: Logger;
+  /** mixed into every frame written (earcons.ts): the agent's own sounds go out of the same stream, so the
+   *  echo gate / canceller sees them */
+  overlay?: { mix(frame: Int16Array): Int16Array };
+  /** told for every frame of the service's stream whether it was audible (listening.ts: `speaking`) */
+  onServiceAudio?: (audible: boolean) => void;
 }
 
 const FIFO = 64;
@@ -46,6 +51,8 @@ export class Downlink {
   private readonly echoGate: EchoGate;
   private readonly echoReference: EchoReference | undefined;
   private readonly log: Logger;
+  private readonly overlay: DownlinkOptions['overlay'];
+  private readonly onServiceAudio: DownlinkOptions['onServiceAudio'];
   private readonly silence = new Int16Array(FRAME_SAMPLES);
   private fallback: SharedInterval | undefined;
   private running = false;
@@ -72,6 +79,8 @@ export class Downlink {
     this.echoGate = opts.echoGate;
     this.echoReference = opts.echoReference;
     this.log = opts.logger ?? silentLogger;
+    this.overlay = opts.overlay;
+    this.onServiceAudio = opts.onServiceAudio;
   }
 
   /** Hands one received RTP packet to the jitter buffer. Cheap; never blocks. */
@@ -153,7 +162,12 @@ export class Downlink {
       frame = this.silence;
       this.stats.framesSilence++;
     }
+    this.onServiceAudio?.(item.kind !== 'empty' && isAudible(frame, this.echoGate.audibleRms));
+    // The half-duplex gate follows the service's audio only: gating the microphone for the agent's own earcon
+    // would cut the command said right after the wake word ("computer, set the volume..."), pre-roll included.
+    // What is written (and what an echo canceller's reference records) is the mix.
     this.echoGate.notePlayback(frame, this.playback.queuedMs);
+    if (this.overlay) frame = this.overlay.mix(frame);
     this.echoReference?.notePlayback(frame, this.playback.queuedMs, this.playback.starvedMs);
     const before = this.playback.queuedMs;
     this.playback.write(frame);

@@ -16,6 +16,9 @@ export interface MicStage {
   /** The frame to pass on (this one, its pcm changed or replaced as the stage needs), or undefined to send
    *  nothing for it (e.g. before a wake word). */
   process(frame: MicFrame): MicFrame | undefined;
+  /** Optional: one more frame this stage has ready (a backlog draining, e.g. the wake gate's pre-roll). The
+   *  Uplink asks once per captured frame, after process(), and runs it through the stages after this one. */
+  flush?(): MicFrame | undefined;
 }
 
 /**

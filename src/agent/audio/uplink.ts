@@ -10,11 +10,14 @@ import type { CaptureDevice } from './audioDevice.js';
 import type { MicFrame, MicStage } from './micStages.js';
 import { LatencyRecorder } from './latencyRecorder.js';
 import { FRAME_SAMPLES } from '../../protocol/media.js';
-import type { OpusFrameEncoder } from '../../common/audio/opusCodec.js';
+import { OpusFrameEncoder } from '../../common/audio/opusCodec.js';
 import { UplinkLossPolicy } from './uplinkLossPolicy.js';
 
 /** Where the microphone's Opus packets go: the call's RTP sender. */
-export type PacketSink = (opus: Buffer, rtpSamples: typeof FRAME_SAMPLES, capturedAtNs: bigint) => void;
+export type PacketSink = (opus: Buffer, rtpSamples: number, capturedAtNs: bigint) => void;
+
+/** With nothing sent for this long (wake gate closed, microphone muted), keepAlive() sends one silent packet. */
+export const KEEP_ALIVE_MS = 400;
 
 export interface UplinkOptions {
   capture: CaptureDevice;
@@ -35,6 +38,9 @@ export class Uplink {
   private running = false;
   private sinkErrorLogged = false;
   private readonly lossPolicy = new UplinkLossPolicy();
+  /** hrtime (ns) of the last packet handed to the sink */
+  private lastSentNs = 0n;
+  private silencePacket: Buffer | undefined;
   readonly stats = {
     frames: 0,
     packets: 0,
@@ -43,6 +49,8 @@ export class Uplink {
     /** frames dropped because no call was there to take them */
     droppedNoSink: 0,
     sinkErrors: 0,
+    /** silent keep-alive packets sent while the microphone was held or closed */
+    keepAlives: 0,
     /** capture callback (frame delivered to JS) -> after the sink returned (packet handed to the RTP sender) */
     micToWire: new LatencyRecorder(),
   };
@@ -90,6 +98,25 @@ export class Uplink {
     await this.capture.stop();
   }
 
+  /**
+   * Sends one Opus packet of digital silence when nothing was sent for KEEP_ALIVE_MS (the wake gate holds the
+   * microphone, or it is muted and closed). Like Opus DTX: the RTP timestamp advances by the time that passed,
+   * so the stream stays in time; the service's idle timeout and NAT bindings see a live peer, its VAD hears
+   * silence. Call it from a slow timer (agent.ts: the shared 250 ms one). Never microphone audio.
+   */
+  keepAlive(nowNs: bigint = process.hrtime.bigint()): boolean {
+    const sink = this.sink;
+    if (!sink) return false;
+    const quietMs = Number(nowNs - this.lastSentNs) / 1e6;
+    if (quietMs < KEEP_ALIVE_MS) return false;
+    // A fresh encoder's packet for a zero frame: decodes to exact zeros on every receiver.
+    this.silencePacket ??= new OpusFrameEncoder().encode(new Int16Array(FRAME_SAMPLES));
+    const frames = this.lastSentNs === 0n ? 1 : Math.max(1, Math.min(50, Math.round(quietMs / 20)));
+    if (!this.send(sink, this.silencePacket, frames * FRAME_SAMPLES, nowNs)) return false;
+    this.stats.keepAlives++;
+    return true;
+  }
+
   private onFrame(pcm: Int16Array, capturedAtNs: bigint): void {
     this.stats.frames++;
     const sink = this.sink;
@@ -97,28 +124,43 @@ export class Uplink {
       this.stats.droppedNoSink++;
       return;
     }
-    let frame: MicFrame | undefined = this.frame;
-    frame.pcm = pcm;
-    frame.capturedAtNs = capturedAtNs;
-    for (const stage of this.stages) {
-      frame = stage.process(frame);
+    this.frame.pcm = pcm;
+    this.frame.capturedAtNs = capturedAtNs;
+    this.runFrom(0, this.frame, sink);
+    // A stage with a backlog (the wake gate's pre-roll) sends one more frame per captured frame.
+    for (let i = 0; i < this.stages.length; i++) {
+      const extra = this.stages[i].flush?.();
+      if (extra) this.runFrom(i + 1, extra, sink);
+    }
+  }
+
+  private runFrom(start: number, first: MicFrame, sink: PacketSink): void {
+    let frame: MicFrame | undefined = first;
+    for (let i = start; i < this.stages.length; i++) {
+      frame = this.stages[i].process(frame);
       if (!frame) {
         this.stats.held++;
         return;
       }
     }
-    const packet = this.encoder.encode(frame.pcm);
+    const capturedAtNs = frame.capturedAtNs;
+    if (!this.send(sink, this.encoder.encode(frame.pcm), FRAME_SAMPLES, capturedAtNs)) return;
+    this.stats.packets++;
+    this.stats.micToWire.recordNs(this.lastSentNs - capturedAtNs);
+  }
+
+  private send(sink: PacketSink, packet: Buffer, samples: number, capturedAtNs: bigint): boolean {
     try {
-      sink(packet, FRAME_SAMPLES, capturedAtNs);
+      sink(packet, samples, capturedAtNs);
     } catch (err) {
       this.stats.sinkErrors++;
       if (!this.sinkErrorLogged) {
         this.sinkErrorLogged = true; // once per sink, not once per frame
         this.log.warn({ err }, 'uplink: the packet sink failed; dropping microphone packets until the call changes');
       }
-      return;
+      return false;
     }
-    this.stats.packets++;
-    this.stats.micToWire.recordNs(process.hrtime.bigint() - capturedAtNs);
+    this.lastSentNs = process.hrtime.bigint();
+    return true;
   }
 }

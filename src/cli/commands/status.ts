@@ -4,7 +4,9 @@ import { statusSocketCandidates } from '../../agent/statusServer.js';
 import type { DaemonStatus } from '../daemonStatus.js';
 import { settings } from '../cliContext.js';
 import { emit, formatDuration } from '../output.js';
-import { readStatus } from '../statusClient.js';
+import { followEvents, readStatus } from '../statusClient.js';
+import type { ListeningEvent } from '../../agent/agent.js';
+import { printLine } from '../output.js';
 
 function human(s: DaemonStatus, socketPath: string): string {
   const since = (iso: string | null) => (iso ? `${formatDuration(Date.now() - Date.parse(iso))} ago` : '-');
@@ -20,6 +22,11 @@ function human(s: DaemonStatus, socketPath: string): string {
   const e = s.echoCanceller;
   // a daemon from before the echo canceller sends no such field
   if (e) lines.push(`echo:        canceller ${e.state}, delay ${e.delayMs ?? '-'} ms, echo reduced ${e.erleDb ?? '-'} dB`);
+  if (s.listening) {
+    const l = s.listening;
+    lines.push(`listening:   ${l.state}${l.micMuted ? ' (microphone MUTED: not read, nothing sent)' : ''}   mode ${l.mode}` +
+      (l.mode === 'wake' ? `, wake word "${l.wakeWord.phrase}" (${l.wakeWord.engine})` : ''));
+  }
   if (s.state === 'backoff' && s.nextAttemptAt) lines.push(`next try:    in ${formatDuration(Math.max(0, Date.parse(s.nextAttemptAt) - Date.now()))}`);
   if (s.lastError) lines.push(`last error:  ${s.lastError.code}: ${s.lastError.message} (${since(s.lastError.at)})`);
   lines.push(s.lastTranscripts.length ? 'transcripts:' : 'transcripts: none yet');
@@ -34,9 +41,27 @@ export function registerStatus(program: Command): void {
     .description('show the running agent: call state, server, identity, volume, uptime, last transcripts')
     .option('--json', 'print the daemon\'s status as JSON')
     .option('--socket <path>', 'status socket of the daemon (default: found automatically)')
-    .addHelpText('after', '\nExamples:\n  speaker-agent status\n  sudo speaker-agent status --json | jq .state')
-    .action(async (o: { json?: boolean; socket?: string }) => {
+    .option('--follow', 'print one line per listening state change (idle, listening, thinking, speaking, muted, offline) until the agent stops')
+    .addHelpText('after', '\nExamples:\n  speaker-agent status\n  sudo speaker-agent status --json | jq .state\n  speaker-agent status --follow --json   # JSON lines, e.g. for an LED (README)')
+    .action(async (o: { json?: boolean; socket?: string; follow?: boolean }) => {
       const candidates = o.socket ? [o.socket] : statusSocketCandidates(settings().stateDir);
+      if (o.follow) {
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        process.once('SIGINT', onSignal);
+        process.once('SIGTERM', onSignal);
+        await followEvents(
+          candidates,
+          (e) => {
+            const ev = e as ListeningEvent;
+            printLine(o.json ? JSON.stringify(ev) : `${ev.at.slice(11, 23)} ${ev.state.padEnd(9)} ${ev.micOnWire ? 'mic-on-wire' : 'mic-off    '} ${ev.reason}`);
+          },
+          stop.signal,
+        );
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        return;
+      }
       const { socketPath, status } = await readStatus(candidates);
       emit(o, status as DaemonStatus, (s) => human(s, socketPath));
     });

@@ -8,7 +8,7 @@
 //   ThreadSpeechEncoder falls back to it by itself when its thread dies before it ever started (no entry file,
 //   threads unavailable): encoding on the event loop is worse than in a thread, but speech still plays.
 import type { Worker } from 'node:worker_threads';
-import { startWorkerThread } from '../threads/workerThread.js';
+import { startWorkerThread } from '../../common/workerThread.js';
 import { SpeechFrameEncoder } from './speechFrameEncoder.js';
 
 // nice 19: the thread encodes ahead of playback (a bounded lead), so it can live on whatever CPU the event loop

@@ -6,7 +6,7 @@
 //           worker -> main { type: 'packets', ch, gen, consumed, last, data, sizes } (data: the packets back to back)
 //                           | { type: 'error', ch, gen, consumed, last, message }
 import { parentPort } from 'node:worker_threads';
-import { lowerThisThreadPriority } from '../threads/workerThread.js';
+import { lowerThisThreadPriority } from '../../common/workerThread.js';
 import { SpeechFrameEncoder } from './speechFrameEncoder.js';
 import { ENCODER_THREAD_NICE } from './speechEncoder.js';
 

@@ -8,7 +8,7 @@
 // streams, and audio is sent in 100 ms batches. A crashed thread fails its streams with 'RECOGNIZER_FAILED' and
 // is started again (with the current story names) for the next stream.
 import type { Worker } from 'node:worker_threads';
-import { startWorkerThread } from '../threads/workerThread.js';
+import { startWorkerThread } from '../../common/workerThread.js';
 import type { PocketsphinxOptions } from './pocketsphinxRecognizer.js';
 import type { Recognition, RecognitionMode, Recognizer, RecognizerStream, RecognizerStreamOptions } from './recognizer.js';
 import type { RecognizerWorkerData } from './recognizerWorker.js';

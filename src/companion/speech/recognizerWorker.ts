@@ -6,7 +6,7 @@
 //           worker -> main { type: 'ready' } | { type: 'fatal', message } | { type: 'warm', req, error? }
 //                         | { type: 'result', id, recognition } | { type: 'failed', id, code, message }
 import { parentPort, workerData } from 'node:worker_threads';
-import { lowerThisThreadPriority, workerThreadData } from '../threads/workerThread.js';
+import { lowerThisThreadPriority, workerThreadData } from '../../common/workerThread.js';
 import { PocketsphinxRecognizer, type PocketsphinxOptions } from './pocketsphinxRecognizer.js';
 import type { RecognitionMode, RecognizerStream } from './recognizer.js';
 import { isSpeechError } from './speechError.js';

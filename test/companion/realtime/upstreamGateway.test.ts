@@ -151,7 +151,7 @@ describe('companion gateway to a stand-in upstream, with a real agent', () => {
 });
 
 describe('gateway refusals', () => {
-  it('an unreachable upstream, a wrong API key and an unset key variable: 502 upstream_unavailable, no key in the message', async () => {
+  it('an unreachable upstream, a wrong API key and an unset key variable: 500 upstream_unavailable, no key in the message', async () => {
     const cases: Array<{ url: string; keyVar: string; expect: RegExp }> = [
       { url: 'http://127.0.0.1:9', keyVar: KEY_VAR, expect: /cannot reach the upstream/ },
       { url: upstream.url, keyVar: 'TEST_GATEWAY_WRONG_KEY', expect: /HTTP 401 Incorrect API key provided\. \(invalid_api_key\)/ },
@@ -167,7 +167,7 @@ describe('gateway refusals', () => {
             () => new Error('connected'),
             (e: Error) => e,
           );
-          expect(err.message).toMatch(/HTTP 502/);
+          expect(err.message).toMatch(/HTTP 500/);
           expect(err.message).toContain('upstream_unavailable');
           expect(err.message).toMatch(c.expect);
           expect(err.message).not.toContain('sk-wrong-key');

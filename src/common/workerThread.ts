@@ -1,4 +1,4 @@
-// Starting the companion's worker threads, and the priority they run at.
+// Starting worker threads (companion and agent), and the priority they run at.
 //
 // Why threads with a lower priority: on one core, the 20 ms frame pacer of every live call shares the CPU with
 // heavy work (speech recognition, Opus encoding of replies). Work in another thread cannot block the event loop,

@@ -1,0 +1,22 @@
+// The wake word engine's types (wakeWord.ts re-exports them: it is what the rest of the agent imports).
+export interface WakeEvent {
+  phrase: string;
+  /** hrtime ns at which the wake phrase ended (mic timeline) */
+  endedAtNs: bigint;
+  score?: number;
+}
+
+export interface WakeWordEngine {
+  /** 20 ms mono s16 48 kHz microphone frames with their capture time (hrtime ns of the frame's last sample, as the
+   *  capture backends stamp it); must return at once (never blocks the event loop: the decode runs off the hot
+   *  path, in a worker thread). The frame is copied: the caller may reuse its buffer. */
+  feed(pcm48k: Int16Array, capturedAtNs: bigint): void;
+  onWake(listener: (e: WakeEvent) => void): void;
+  close(): Promise<void>;
+}
+
+export interface WakeWordOptions {
+  phrase: string;
+  /** 0..1, higher = more accepts */
+  sensitivity: number;
+}

@@ -1,0 +1,67 @@
+// Worker-thread entry of the wake word engine (pocketsphinxWake.ts): 48 kHz microphone batches in, resampled to
+// 16 kHz and spotted (keyphraseSpotter.ts), wake events out with the phrase's end on the microphone's timeline.
+// Protocol: main -> worker { type: 'audio', pcm: Int16Array (48 kHz), endNs: bigint (capture time of its last
+//                          sample) } | { type: 'sync', req } | { type: 'stop' }
+//           worker -> main { type: 'ready', rssBytes } | { type: 'fatal', code, message }
+//                          | { type: 'wake', phrase, endedAtNs, score } | { type: 'error', message } | { type: 'synced', req }
+import { parentPort, workerData } from 'node:worker_threads';
+import { Resampler } from '../../common/audio/resample.js';
+import { lowerThisThreadPriority, workerThreadData } from '../../common/workerThread.js';
+import { AgentError } from '../errors.js';
+import { KeyphraseSpotter, type SpotterOptions } from './keyphraseSpotter.js';
+
+export interface WakeWorkerData {
+  spotter: SpotterOptions;
+  nice: number;
+}
+
+type InMsg = { type: 'audio'; pcm: Int16Array; endNs: bigint } | { type: 'sync'; req: number } | { type: 'stop' };
+
+const NS_PER_48K = 1e9 / 48000;
+const port = parentPort!;
+const cfg = workerThreadData<WakeWorkerData>(workerData);
+await lowerThisThreadPriority(cfg.nice);
+
+let spotter: KeyphraseSpotter;
+try {
+  spotter = new KeyphraseSpotter(cfg.spotter);
+} catch (err) {
+  port.postMessage({ type: 'fatal', code: err instanceof AgentError ? err.code : 'audio', message: String((err as Error)?.message ?? err) });
+  process.exit(1);
+}
+const resampler = new Resampler(48000, 16000);
+/** 16 kHz output sample k stands for 48 kHz input sample 3k - delay (the filter's group delay) */
+const delay48 = resampler.delaySamples * 3;
+/** recent batches: absolute 48 kHz index just after the batch, and the capture time of its last sample */
+const batches: { end48: number; endNs: bigint }[] = [];
+let in48 = 0;
+
+function timeOf(sample16k: number): bigint {
+  const idx48 = sample16k * 3 - delay48; // the input sample just after the phrase
+  const b = batches.find((x) => x.end48 >= idx48) ?? batches[batches.length - 1];
+  // samples before the batch's last one were captured earlier, 1/48000 s apart (a gap in capture is not spread)
+  return b.endNs - BigInt(Math.round((b.end48 - 1 - idx48) * NS_PER_48K));
+}
+
+port.on('message', (m: InMsg) => {
+  if (m.type === 'stop') {
+    spotter.close();
+    process.exit(0);
+  }
+  if (m.type === 'sync') {
+    port.postMessage({ type: 'synced', req: m.req });
+    return;
+  }
+  if (m.type !== 'audio' || !(m.pcm instanceof Int16Array)) return;
+  in48 += m.pcm.length;
+  batches.push({ end48: in48, endNs: m.endNs });
+  if (batches.length > 60) batches.shift(); // 6 s of 100 ms batches: longer than any phrase
+  try {
+    for (const d of spotter.process(resampler.process(m.pcm))) {
+      port.postMessage({ type: 'wake', phrase: d.phrase, endedAtNs: timeOf(d.endSample), score: d.score });
+    }
+  } catch (err) {
+    port.postMessage({ type: 'error', message: String((err as Error)?.message ?? err) });
+  }
+});
+port.postMessage({ type: 'ready', rssBytes: process.memoryUsage().rss });

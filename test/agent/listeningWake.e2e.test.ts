@@ -1,0 +1,100 @@
+// End to end with the REAL wake word engine (pocketsphinx, src/agent/wake/): the wake phrase followed at once by
+// a tone, played into the virtual microphone; on what the TEST PEER received (its RTP, decoded): nothing before
+// the wake word, and the tone whole, from its first 20 ms, although listening opened only after the engine had
+// heard the phrase (the pre-roll). The tone stands in for the command so its start can be measured exactly.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SpeakerAgent } from '../../src/agent/agent.js';
+import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
+import { ensureIdentity } from '../../src/agent/identity.js';
+import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
+import { parseSettings } from '../../src/agent/settings.js';
+import { resample } from '../../src/common/audio/resample.js';
+import { dominantFrequency, sineWave } from '../../src/common/audio/signal.js';
+import { decodeWav, encodeWav } from '../../src/common/audio/wav.js';
+import { createLogger } from '../../src/common/logger.js';
+import { TestAssistantPeerProcess } from '../support/testAssistantPeer.js';
+import { VIRTUAL } from '../support/virtualAudio.js';
+
+const run = promisify(execFile);
+const KEY = 'ws-wake-e2e-key-0123456789';
+let tmp: string;
+let peer: TestAssistantPeerProcess;
+let agent: SpeakerAgent;
+
+function until(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const poll = setInterval(() => pred() && (clearInterval(poll), clearTimeout(t), resolve()), 20);
+    const t = setTimeout(() => (clearInterval(poll), reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; ${JSON.stringify(agent.listeningStatus())}`))), timeoutMs);
+  });
+}
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'wake-e2e-'));
+  peer = new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(tmp, 'enrolled.json') });
+  await peer.start();
+  agent = new SpeakerAgent({
+    settings: parseSettings({
+      server: { url: peer.url, workspaceKey: KEY },
+      mixer: { card: 'default', control: VIRTUAL.mixerControl },
+      listening: { mode: 'wake', followUpMs: 0 },
+    }),
+    identity: (await ensureIdentity(path.join(tmp, 'state'))).identity,
+    audio: new PortAudioBackend(),
+    mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }),
+    logger: createLogger({ level: 'silent' }),
+  });
+  await agent.start();
+  await until(() => agent.snapshot().state === 'connected' && agent.listeningStatus().wakeWord.engine !== 'loading', 30_000, 'the call and the engine');
+}, 60_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await peer?.kill();
+});
+
+describe('the wake word opens the microphone with its pre-roll (real engine, verified on the received RTP)', () => {
+  it('"hey computer" then at once a 1 s tone: the peer gets nothing before, then the whole tone', async () => {
+    expect(agent.listeningStatus()).toMatchObject({ mode: 'wake', state: 'idle', wakeWord: { engine: 'ready' } });
+    const phraseFile = path.join(tmp, 'phrase.wav');
+    await run('flite', ['-voice', 'slt', '-t', 'hey computer', '-o', phraseFile]);
+    const w = decodeWav(await readFile(phraseFile));
+    let phrase = resample(w.pcm, w.sampleRate, 48_000);
+    // flite ends with ~0.1-0.2 s of silence: keep it short, as in one breath
+    let last = phrase.length - 1;
+    while (last > 0 && Math.abs(phrase[last]) < 300) last--;
+    phrase = phrase.subarray(0, last + 48 * 60);
+    const tone = sineWave(700, 48_000, 1.0, 0.4);
+    const clip = new Int16Array(phrase.length + tone.length + 48 * 300);
+    clip.set(phrase);
+    clip.set(tone, phrase.length);
+    const clipFile = path.join(tmp, 'clip.wav');
+    await writeFile(clipFile, encodeWav(clip, 48_000));
+
+    const before = (await peer.stats()).packetsIn;
+    await run('paplay', ['-d', VIRTUAL.micSink, clipFile], { env: process.env });
+    await until(() => agent.listening.state === 'listening', 5_000, 'the wake word');
+    await new Promise((r) => setTimeout(r, 1_500)); // the backlog drained and sent
+    const packets = (await peer.stats()).packetsIn - before;
+    const got = await peer.lastReceived(packets * 20);
+    // the tone: every 20 ms block of the received audio where 700 Hz dominates
+    const blocks: boolean[] = [];
+    for (let i = 0; i + 960 <= got.length; i += 960) {
+      const b = got.subarray(i, i + 960);
+      const loud = b.reduce((m, v) => Math.max(m, Math.abs(v)), 0) > 3000;
+      blocks.push(loud && Math.abs(dominantFrequency(b, 48_000) - 700) < 60);
+    }
+    const first = blocks.indexOf(true);
+    const toneBlocks = blocks.filter(Boolean).length;
+    // received: silence keep-alives, maybe the end of the phrase, then the tone; 1 s = 50 blocks
+    expect(first).toBeGreaterThan(0);
+    expect(toneBlocks).toBeGreaterThanOrEqual(47);
+    // before the pre-roll: digital silence only (the phrase itself is not sent, at most its last syllable's tail)
+    const head = got.subarray(0, Math.max(0, first * 960 - 48 * 400));
+    expect(head.reduce((m, v) => Math.max(m, Math.abs(v)), 0)).toBe(0);
+  }, 30_000);
+});
