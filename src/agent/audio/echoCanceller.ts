@@ -55,6 +55,12 @@ export interface AecStats {
   framesProcessed: number;
 }
 
+/** Capture frames in a row stamped over JUMP_MS late before the microphone's timeline re-anchors (500 ms). A
+ *  stalled event loop gets the card's backlog late and in a burst (stamped 30-80 ms late, for 10-15 frames, on the
+ *  loaded test machine), the samples contiguous: re-anchored after 3 frames, the timeline moved by up to 40 ms
+ *  (within the jump threshold, so it never came back) and the echo delay with it: 204 -> 164 ms at the start of a
+ *  story, a restart of the filter each time. Samples really lost (an overrun) stay late: re-anchored after this. */
+const CAPTURE_LATE_FRAMES = 25;
 /** how far back (frames) the delay estimator works (see process) */
 const ESTIMATOR_LAG_FRAMES = 3;
 /** A block of this many frames with the reference playing gives one ERLE measurement (200 ms). */
@@ -122,7 +128,7 @@ export class EchoCanceller {
       this.down = new SpeexResampler(SAMPLE_RATE, this.rate);
       this.up = new SpeexResampler(this.rate, SAMPLE_RATE);
     }
-    this.clock = new StreamClock((JUMP_MS * this.rate) / 1000);
+    this.clock = new StreamClock((JUMP_MS * this.rate) / 1000, CAPTURE_LATE_FRAMES);
     this.refNow = new Int16Array(this.frame);
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
