@@ -106,7 +106,7 @@ export async function run(): Promise<BenchRow[]> {
         if (moduleId) await pactl('unload-module', moduleId).catch(() => undefined);
       }
       const isAuto = mode === 'auto';
-      const note = `path ${r.delayStartMs.toFixed(1)} -> ${r.delayEndMs.toFixed(1)} ms, room glitches ${r.roomCorrections}, delay re-set ${r.roomRegulations}x; ERLE per second ${r.echo.perSecondDb.join(' ')}`;
+      const note = `path ${r.delayStartMs.toFixed(1)} -> ${r.delayEndMs.toFixed(1)} ms, room glitches ${r.roomCorrections}; ERLE per second ${r.echo.perSecondDb.join(' ')}`;
       process.stderr.write(`${LABEL[mode]}: ERLE ${r.echo.erleDb.toFixed(1)} dB, heard ${((r.doubleTalk?.heard ?? NaN) * 100).toFixed(0)} %, conv ${r.echo.convergenceS} s; ${note}\n`);
       rows.push({
         issue: '#15',

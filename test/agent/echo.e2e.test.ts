@@ -60,7 +60,8 @@ function startAgent(url: string, workspaceKey: string): AgentProcess {
       SPEAKER_AGENT_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'echo-state-')),
       SPEAKER_AGENT_MIXER_CONTROL: VIRTUAL.mixerControl,
       SPEAKER_AGENT_DUPLEX: DUPLEX,
-      // the microphone always open (issue #16's wake word would otherwise hold it): these tests are about echo
+      // the microphone on the wire all the time: these tests are about what the canceller lets through, not the
+      // wake word (listening mode 'wake', the default, sends nothing before it)
       SPEAKER_AGENT_LISTENING_MODE: 'always',
       SPEAKER_AGENT_LOG_LEVEL: 'info',
     },

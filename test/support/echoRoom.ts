@@ -9,7 +9,8 @@
 // - The delay is measured, not assumed: a probe recorder on "mic" is matched against what the room wrote (its
 //   noise makes the match sharp even in silence), and each stream's sample clock is pinned to wall time by its
 //   earliest chunk arrivals. The room sets its internal delay line so the speaker->mic delay (as two recorders
-//   with the same 10 ms latency hear it) is the one asked for, keeps tracking it (every 500 ms) and reports it.
+//   with the same 10 ms latency hear it) is the one asked for, keeps measuring it (every 500 ms) and reports it; a sudden rise of the streams' share (a pacat
+//   underrun) is undone by dropping as much output; slow creep of the measurement is left alone (echoRoomMain.ts).
 // - The impulse response is synthetic and sparse (cheap): a direct path, a few early reflections (3-23 ms) and a
 //   decaying tail of random sparse taps to ~60 ms, normalised to unit energy; g = the attenuation (-6 dB: the
 //   echo's power is the far end's power 6 dB down).
@@ -136,8 +137,6 @@ export interface DelayMeasurement {
   /** times the room dropped output to bring the streams' share back to ~30 ms (after pacat underruns), and how much */
   corrections: number;
   droppedMs: number;
-  /** times the delay line was re-set because the streams' share moved by more than 1 ms */
-  regulations: number;
 }
 
 type FromRoom =

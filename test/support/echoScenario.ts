@@ -54,8 +54,6 @@ export interface ScenarioResult {
   delayEndMs: number;
   /** the room's glitch corrections during the run (each one shifts the delay: a small re-convergence) */
   roomCorrections: number;
-  /** times the room re-set its delay line to hold the delay (the streams' share moved > 1 ms) */
-  roomRegulations: number;
   alignCorr: number;
   /** room index where the near end (after the marker) starts */
   nearStart: number;
@@ -128,7 +126,6 @@ export async function runEchoScenario(o: ScenarioOptions): Promise<ScenarioResul
     delayStartMs: m0.delayMs,
     delayEndMs: m1.delayMs,
     roomCorrections: m1.corrections - m0.corrections,
-    roomRegulations: m1.regulations - m0.regulations,
     alignCorr: corr,
     nearStart,
     capture,

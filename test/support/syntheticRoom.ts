@@ -173,8 +173,9 @@ export function energyRatioDb(a: ArrayLike<number>, b: ArrayLike<number>, from: 
   return 10 * Math.log10((ea + 1) / (eb + 1));
 }
 
-/** Best normalised correlation of `sent` with `clean` over lags 0..maxLagMs (the canceller's own latency). */
-export function bestCorrelation(sent: ArrayLike<number>, clean: ArrayLike<number>, from: number, to: number, maxLagMs = 5): { r: number; lagMs: number } {
+/** Best normalised correlation of `sent` with `clean` over lags 0..maxLagMs (the canceller's own latency: 3 ms of
+ *  resampling plus one 5 ms frame of speex's residual echo suppressor). */
+export function bestCorrelation(sent: ArrayLike<number>, clean: ArrayLike<number>, from: number, to: number, maxLagMs = 10): { r: number; lagMs: number } {
   let best = { r: -1, lagMs: 0 };
   const maxLag = Math.round((maxLagMs * SAMPLE_RATE) / 1000);
   for (let lag = 0; lag <= maxLag; lag++) {

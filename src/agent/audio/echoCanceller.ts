@@ -17,15 +17,21 @@ export type AecState = 'converging' | 'converged' | 'diverged';
 
 export interface EchoCancellerOptions {
   reference: EchoReference;
-  /** speex's adaptive filter: the room's tail plus the margin (default 120 ms) */
+  /** speex's adaptive filter: the room's tail plus the margin (default 80 ms: a living room's 60 ms tail, the
+   *  margin, and some; a longer filter converges slower: measured on the echo room, 120 ms lost 3-4 dB in the
+   *  first seconds) */
   filterMs?: number;
-  /** the reference leads the estimated echo by this much (default 10 ms) */
+  /** the reference leads the estimated echo by this much (default 5 ms; the estimate is stable to 0.01 ms on a
+   *  steady path, and each ms of margin is filter spent on nothing) */
   marginMs?: number;
-  /** speex's noise suppression on the output (default off) */
+  /** speex's noise suppression on the output (default off; with residualSuppression, a -3 dB floor, see there) */
   denoise?: boolean;
-  /** speex's frame: 10 or 20 ms (its filter adapts once per frame) */
-  speexFrameMs?: 10 | 20;
-  /** speex's preprocessor (residual echo suppression): off by default, see speexEcho.ts */
+  /** speex's frame: 5, 10 or 20 ms (its filter adapts once per frame: 5 ms converges fastest, and the residual
+   *  suppressor's one-frame delay stays 5 ms) */
+  speexFrameMs?: 5 | 10 | 20;
+  /** speex's residual echo suppression after the filter (default on): what the linear filter leaves (its
+   *  misadjustment while it converges, the room's non-linear part) is suppressed per band; +10-15 dB ERLE on the
+   *  echo room, near end (a tone 10 dB below the echo) through untouched */
   residualSuppression?: boolean;
   /** speex's residual echo suppression (dB), far end alone / during double talk */
   echoSuppressDb?: number;
@@ -49,6 +55,12 @@ export interface AecStats {
   framesProcessed: number;
 }
 
+/** Capture frames in a row stamped over JUMP_MS late before the microphone's timeline re-anchors (500 ms). A
+ *  stalled event loop gets the card's backlog late and in a burst (stamped 30-80 ms late, for 10-15 frames, on the
+ *  loaded test machine), the samples contiguous: re-anchored after 3 frames, the timeline moved by up to 40 ms
+ *  (within the jump threshold, so it never came back) and the echo delay with it: 204 -> 164 ms at the start of a
+ *  story, a restart of the filter each time. Samples really lost (an overrun) stay late: re-anchored after this. */
+const CAPTURE_LATE_FRAMES = 25;
 /** how far back (frames) the delay estimator works (see process) */
 const ESTIMATOR_LAG_FRAMES = 3;
 /** A block of this many frames with the reference playing gives one ERLE measurement (200 ms). */
@@ -74,11 +86,18 @@ export class EchoCanceller {
   private readonly frame: number; // samples per frame at the processing rate
   private readonly sub: number; // samples per speex frame
   private readonly cleaned: Int16Array;
+  /** the linear filter's output (before residual suppression), which judge() rates: suppression alone (of a
+   *  microphone that no longer hears the speaker, say) is no proof of a working filter */
+  private readonly linear: Int16Array;
   private readonly margin: number;
   private readonly refNow: Int16Array;
   private readonly micHistory: Int16Array;
   private readonly refAligned: Int16Array;
   private readonly out48 = new Int16Array(FRAME_SAMPLES);
+  private readonly primeMic: Int16Array;
+  private readonly primeRef: Int16Array;
+  /** speex starts afresh (and is primed) before the next frame */
+  private restartPending = false;
   private readonly log: Logger;
   private delayInUse: number | undefined; // samples
   private state: AecState = 'converging';
@@ -99,19 +118,22 @@ export class EchoCanceller {
     this.rate = o.reference.rate;
     if (this.rate !== 16_000 && this.rate !== 48_000) throw new RangeError(`echo canceller: rate ${this.rate} (16000 or 48000)`);
     this.frame = (FRAME_SAMPLES * this.rate) / SAMPLE_RATE;
-    this.margin = Math.round(((o.marginMs ?? 10) * this.rate) / 1000);
-    this.sub = ((o.speexFrameMs ?? 20) * this.rate) / 1000;
-    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, filterMs: o.filterMs ?? 120, denoise: o.denoise, residualSuppression: o.residualSuppression, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
+    this.margin = Math.round(((o.marginMs ?? 5) * this.rate) / 1000);
+    this.sub = ((o.speexFrameMs ?? 5) * this.rate) / 1000;
+    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, filterMs: o.filterMs ?? 80, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
     this.cleaned = new Int16Array(this.frame);
+    this.linear = new Int16Array(this.frame);
     this.delay = new EchoDelay({ rate: this.rate });
     if (this.rate !== SAMPLE_RATE) {
       this.down = new SpeexResampler(SAMPLE_RATE, this.rate);
       this.up = new SpeexResampler(this.rate, SAMPLE_RATE);
     }
-    this.clock = new StreamClock((JUMP_MS * this.rate) / 1000);
+    this.clock = new StreamClock((JUMP_MS * this.rate) / 1000, CAPTURE_LATE_FRAMES);
     this.refNow = new Int16Array(this.frame);
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
+    this.primeMic = new Int16Array(this.sub);
+    this.primeRef = new Int16Array(this.sub);
     this.log = o.logger ?? silentLogger;
   }
 
@@ -136,12 +158,14 @@ export class EchoCanceller {
     }
     let out: Int16Array = mic;
     if (this.delayInUse !== undefined) {
+      if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin));
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
       for (let i = 0; i < this.frame; i += this.sub) {
         this.cleaned.set(this.speex.process(mic.subarray(i, i + this.sub), this.refAligned.subarray(i, i + this.sub)), i);
+        this.linear.set(this.speex.linear, i);
       }
       out = this.cleaned;
-      this.judge(mic, out, this.refAligned);
+      this.judge(mic, this.linear, this.refAligned);
     }
     if (!this.up) {
       this.out48.set(out);
@@ -190,12 +214,33 @@ export class EchoCanceller {
     this.delayInUse = samples;
     this.counts.delayChanges++;
     this.log.info({ delayMs: d.delayMs, confidence: round1(d.confidence), beforeMs: before === undefined ? undefined : (before * 1000) / this.rate }, 'echo canceller: echo delay found');
+    this.restart();
     if (before !== undefined) {
-      this.speex.reset();
       this.counts.resets++;
       this.setState('converging', `the echo delay changed from ${round1((before * 1000) / this.rate)} to ${d.delayMs} ms`);
     }
     this.resetJudgement();
+  }
+
+  /** speex starts afresh before the next frame: misplaced (a new delay) or diverged. */
+  private restart(): void {
+    this.restartPending = true;
+  }
+
+  /**
+   * Resets speex and primes it with the second of aligned reference before `refPos`, against a silent microphone.
+   * speex scales its adaptation step by its running estimate of the far end's power, which a reset sets to zero:
+   * started in the middle of speech it took huge steps, diverged, and stayed stuck at 5-10 dB for 15 s and more
+   * (measured on a recording from the echo room, 5 ms frames; 10-20 ms frames recover in seconds). With the far
+   * end's power known first, it reached 20-27 dB within 1 s from every start point tried. A silent microphone
+   * leaves no error to adapt the filter on, so priming only fills the estimates. Costs one second of speex's
+   * work at once (a few ms), at each restart only.
+   */
+  private prime(refPos: number): void {
+    this.restartPending = false;
+    this.speex.reset();
+    const n = Math.floor(this.rate / this.sub) * this.sub;
+    for (let p = refPos - n; p < refPos; p += this.sub) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
@@ -224,14 +269,14 @@ export class EchoCanceller {
     } else if (this.goodBlocks >= 2) {
       this.setState('converged', `echo reduced by ${round1(erle)} dB at a delay of ${round1((this.delayInUse! * 1000) / this.rate)} ms`);
     } else if (this.state === 'converging' && this.loudBlocks >= DIVERGED_BLOCKS) {
-      this.speex.reset();
+      this.restart();
       this.counts.resets++;
       this.loudBlocks = 0;
     }
   }
 
   private diverge(reason: string): void {
-    this.speex.reset();
+    this.restart();
     this.counts.resets++;
     this.resetJudgement();
     this.setState('diverged', reason);

@@ -13,9 +13,16 @@ export class StreamClock {
   /** slow offset between the stamps and the contiguous count (clock drift), followed, not jumped to */
   private drift = 0;
   private offCount = 0;
+  private offSign = 0;
   jumps = 0;
 
-  constructor(private readonly jumpSamples: number) {}
+  /** lateFrames: frames in a row stamped later than expected that make a jump (default 3). A capture stream's
+   *  stamps are delivery times: a stalled event loop delivers its backlog late, in a burst, while the samples
+   *  stay contiguous, so the canceller asks for more there (echoCanceller.ts). */
+  constructor(
+    private readonly jumpSamples: number,
+    private readonly lateFrames = 3,
+  ) {}
 
   /** measured: where the stamps put the frame's first sample; returns where the frame goes. */
   place(measured: number, n: number): number {
@@ -24,8 +31,11 @@ export class StreamClock {
     } else {
       const err = measured - this.next - this.drift;
       if (Math.abs(err) > this.jumpSamples) {
-        // Three frames in a row off: a jump, not one late callback; over a second off: a stream that stopped.
-        if (++this.offCount >= 3 || Math.abs(err) > 25 * this.jumpSamples) {
+        // Three frames in a row off (lateFrames if late): a jump, not one late callback; over a second off: a
+        // stream that stopped.
+        if (Math.sign(err) !== this.offSign) this.offCount = 0;
+        this.offSign = Math.sign(err);
+        if (++this.offCount >= (err > 0 ? this.lateFrames : 3) || Math.abs(err) > 25 * this.jumpSamples) {
           this.next = Math.round(measured);
           this.drift = 0;
           this.offCount = 0;

@@ -72,9 +72,11 @@ export interface SpeexEchoOptions {
   frameSize: number;
   /** adaptive filter length: the room's echo tail it can cancel, plus the alignment margin */
   filterMs: number;
-  /** speex's preprocessor after the filter: residual echo suppression (and denoise). Default off: it delays the
-   *  output by one frame (its overlap-add: 20 ms at 20 ms frames, over the 10 ms latency budget) and, measured on
-   *  the synthetic room (test/support/syntheticRoom.ts), added no echo reduction to the filter's own. */
+  /** speex's preprocessor after the filter: residual echo suppression (and denoise). It delays the output by one
+   *  frame (its overlap-add: keep frames short). speex applies the gains it computes (the echo's included) only
+   *  with its denoiser on, so residual suppression turns the denoiser on too, with a -3 dB noise floor (the near
+   *  end and the room's noise go out almost as captured) unless noiseSuppressDb says otherwise: without it the
+   *  suppressor changed nothing (measured, issue #15). Default off. */
   residualSuppression?: boolean;
   /** residual echo suppression in dB (negative), far end alone / during double talk; speex: -40 / -15 */
   echoSuppressDb?: number;
@@ -92,6 +94,8 @@ export class SpeexEcho {
   private echo: unknown;
   private pre: unknown;
   private readonly out: Int16Array;
+  /** the linear filter's output of the last process() (before residual suppression): what the filter achieved */
+  readonly linear: Int16Array;
 
   constructor(o: SpeexEchoOptions) {
     if (!Number.isInteger(o.frameSize) || o.frameSize < 32 || o.frameSize > 4096) throw new RangeError(`speex echo: frameSize ${o.frameSize}`);
@@ -101,6 +105,7 @@ export class SpeexEcho {
     this.frameSize = o.frameSize;
     this.filterLength = Math.round((o.filterMs * o.sampleRate) / 1000);
     this.out = new Int16Array(o.frameSize);
+    this.linear = new Int16Array(o.frameSize);
     this.echo = s.echoInit(o.frameSize, this.filterLength);
     if (!this.echo) throw new AgentError('audio', 'speex_echo_state_init failed');
     s.echoCtl(this.echo, SPEEX_ECHO_SET_SAMPLING_RATE, [o.sampleRate]);
@@ -110,8 +115,9 @@ export class SpeexEcho {
       s.echoDestroy(this.echo);
       throw new AgentError('audio', 'speex_preprocess_state_init failed');
     }
-    s.preCtl(this.pre, SPEEX_PREPROCESS_SET_DENOISE, [o.denoise ? 1 : 0]);
-    if (o.noiseSuppressDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, [o.noiseSuppressDb]);
+    s.preCtl(this.pre, SPEEX_PREPROCESS_SET_DENOISE, [o.denoise || o.residualSuppression ? 1 : 0]);
+    const noiseDb = o.noiseSuppressDb ?? (o.denoise ? undefined : -3);
+    if (noiseDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, [noiseDb]);
     if (o.echoSuppressDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, [o.echoSuppressDb]);
     if (o.echoSuppressActiveDb !== undefined) s.preCtl(this.pre, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, [o.echoSuppressActiveDb]);
     if (o.residualSuppression) s.preCtlPtr(this.pre, SPEEX_PREPROCESS_SET_ECHO_STATE, this.echo);
@@ -125,7 +131,10 @@ export class SpeexEcho {
     }
     const s = api!;
     s.echoCancel(this.echo, mic, reference, this.out);
-    if (this.pre) s.preRun(this.pre, this.out);
+    if (this.pre) {
+      this.linear.set(this.out);
+      s.preRun(this.pre, this.out);
+    } else this.linear.set(this.out);
     return this.out;
   }
 

@@ -99,6 +99,20 @@ describe('stream placement on the timeline', () => {
     expect(c.jumps).toBe(1);
   });
 
+  it('a burst of late deliveries (a stalled event loop) does not move a capture stream; samples lost do, later', () => {
+    const c = new StreamClock(640, 25);
+    let p = 1000;
+    expect(c.place(p, 320)).toBe(p);
+    // 12 frames delivered 50-80 ms late, then on time again: the stream stays where it was
+    for (let i = 0; i < 12; i++) expect(c.place((p += 320) + 800 + 40 * i, 320)).toBe(p);
+    for (let i = 0; i < 5; i++) expect(c.place((p += 320) + 20, 320)).toBe(p);
+    expect(c.jumps).toBe(0);
+    // 100 ms of samples lost: every later frame is that late; re-anchored on the 25th
+    for (let i = 0; i < 24; i++) expect(c.place((p += 320) + 1600, 320)).toBe(p);
+    expect(c.place((p += 320) + 1600, 320)).toBe(p + 1600);
+    expect(c.jumps).toBe(1);
+  });
+
   it('the reference reads zeros where nothing was played, and what was played where it was', () => {
     let ns = 1_000_000_000n;
     const ref = new EchoReference({ rate: 48_000, nowNs: () => ns, ringMs: 500 });
