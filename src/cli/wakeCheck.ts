@@ -3,6 +3,7 @@
 // would be. The voice: flite's slt when flite is installed (setup.sh installs it), else espeak-ng in-process
 // (libespeak-ng is on every speaker), which the engine hears badly at the default sensitivity: then the check
 // warns, it does not fail. It does not go through the room (speaker -> microphone): the capture and echo checks do.
+import { speakOffline } from './speakOffline.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -39,18 +40,8 @@ async function speak(text: string): Promise<{ pcm: Int16Array; voice: string }> 
 }
 
 async function speakEspeak(text: string): Promise<Int16Array> {
-  const { EspeakSynthesizer } = await import('../companion/speech/espeakSynthesizer.js');
-  const synth = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 1 });
-  const parts: Int16Array[] = [];
-  try {
-    await synth.synthesize(text, { language: 'en-us' }, { onAudio: (p) => parts.push(p.slice()) });
-  } finally {
-    await synth.close();
-  }
-  const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) pcm.set(p, (off += p.length) - p.length);
-  return resample(pcm, synth.sampleRate, SAMPLE_RATE);
+  const { pcm, sampleRate } = await speakOffline(text);
+  return resample(pcm, sampleRate, SAMPLE_RATE);
 }
 
 export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {

@@ -41,17 +41,9 @@ export interface EchoRoomOptions {
   seed?: number;
 }
 
-/** A small deterministic PRNG (mulberry32), so a room is the same room in every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// A small deterministic PRNG (mulberry32, restFuzz.ts's), so a room is the same room in every run.
+import { prng } from './restFuzz.js';
+export { prng };
 
 /** Sparse impulse response: tap positions (samples after the direct path) and gains, unit energy. */
 export interface SparseImpulse {

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import path from 'node:path';
 import { resample } from '../../src/common/audio/resample.js';
 import { decodeWav, encodeWav } from '../../src/common/audio/wav.js';
+import { concatPcm } from '../companion/speech/speechFixtures.js';
 import { DEFAULT_STORIES } from '../../src/companion/seedContent.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -261,7 +262,7 @@ export function* nonWakeSegments(phrase: string, part: Part, opts: { maxSeconds?
   for (const v of voices) {
     const parts: Int16Array[] = [];
     for (const p of similar) parts.push(speak(p, v), pause);
-    const speech = concat(parts);
+    const speech = concatPcm(...parts);
     yield* give({ pcm: mix(speech, BACKGROUNDS[seed % 3], 10, seed++), label: `similar:${v.id}` });
   }
   for (const kind of BACKGROUNDS) {
@@ -281,12 +282,3 @@ export function* nonWakeSegments(phrase: string, part: Part, opts: { maxSeconds?
   }
 }
 
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}

@@ -8,24 +8,7 @@ import { settings } from '../cliContext.js';
 import { audioBackend } from '../../agent/device.js';
 import { emit } from '../output.js';
 import { playClip } from '../player.js';
-
-async function speakOffline(text: string): Promise<{ pcm: Int16Array; sampleRate: number }> {
-  const { EspeakSynthesizer } = await import('../../companion/speech/espeakSynthesizer.js');
-  const synth = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 1 });
-  const parts: Int16Array[] = [];
-  try {
-    await synth.synthesize(text, { language: 'en-us' }, { onAudio: (p) => parts.push(p.slice()) });
-  } finally {
-    await synth.close();
-  }
-  const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    pcm.set(p, off);
-    off += p.length;
-  }
-  return { pcm, sampleRate: synth.sampleRate };
-}
+import { speakOffline } from '../speakOffline.js';
 
 export function registerTestSpeaker(program: Command): void {
   program
