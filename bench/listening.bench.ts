@@ -148,7 +148,7 @@ export async function run(): Promise<BenchRow[]> {
           // the real engine's delay: the wake phrase played into the microphone, "wake word heard" logs how long
           // after the end it placed (its estimate is ~0.1 s late on flite's voice: the true delay is a bit longer)
           const wav = path.join(tmp, 'wake.wav');
-          execFileSync('flite', ['-voice', 'slt', '-t', 'hey computer', '-o', wav]);
+          execFileSync('flite', ['-voice', 'slt', '-t', 'hey jarvis', '-o', wav]);
           const heard: number[] = [];
           for (let i = 0; i < 6; i++) {
             const seen = a.next(/^wake word heard$/, 6_000).catch(() => undefined);

@@ -25,7 +25,7 @@ export const STUBBED_PACKAGES = {
 };
 
 /** Native addons: loaded from node_modules, never bundled. */
-export const NATIVE_PACKAGES = ['naudiodon2', '@discordjs/opus', 'better-sqlite3', 'koffi', 'speaker-sys'];
+export const NATIVE_PACKAGES = ['naudiodon2', '@discordjs/opus', 'better-sqlite3', 'koffi', 'speaker-sys', 'onnxruntime-node'];
 
 /**
  * Entry points: the CLI, and every <name>Worker.ts under src (what a child process or worker thread runs) as

@@ -85,3 +85,8 @@ A native addon does not load in Node $node_version ($(command -v node)); the FAI
 MSG
   return 1
 }
+
+# onnxruntime-node (the wake word engine's runtime) ships its CPU libraries in the npm package; its install script
+# would also fetch CUDA libraries from outside the npm registry on x86-64. npm 11 skips it (package.json
+# allowScripts); older npm runs it, so it is told to skip here.
+export ONNXRUNTIME_NODE_INSTALL=skip

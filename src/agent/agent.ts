@@ -18,7 +18,7 @@ import type { TransportFactory } from './transport/transportLayer.js';
 import { ListeningStateMachine, type ListeningChange, type ListeningMode, type ListeningState, type ServiceSignal } from './listening.js';
 import { EarconPlayer, loadEarcons, type EarconName } from './audio/earcons.js';
 import { readMicMuted, writeMicMuted } from './micMute.js';
-import { openWakeWordEngine, type WakeEvent, type WakeWordEngine } from './wake/wakeWord.js';
+import { openWakeWordEngine, type WakeEngineChoice, type WakeEvent, type WakeWordEngine } from './wake/wakeWord.js';
 import { everyMs, type SharedInterval } from '../common/sharedInterval.js';
 import type { ServerEvent } from '../protocol/events.js';
 import { isDeviceFunction } from '../protocol/functions.js';
@@ -64,7 +64,7 @@ export interface ListeningStatus {
   micMuted: boolean;
   /** whether microphone audio goes onto the call now */
   micOnWire: boolean;
-  wakeWord: { phrase: string; engine: 'loading' | 'ready' | 'unavailable' | 'not used'; error?: string };
+  wakeWord: { phrase: string; engine: 'loading' | 'ready' | 'unavailable' | 'not used'; error?: string; /** which engine runs: openwakeword or pocketsphinx */ kind?: string };
 }
 
 /** One line of the state stream (GET /events, `status --follow`). */
@@ -74,7 +74,7 @@ export interface ListeningEvent extends ListeningStatus {
   at: string;
 }
 
-export type WakeEngineFactory = (o: { phrase: string; sensitivity: number; logger: Logger }) => Promise<WakeWordEngine>;
+export type WakeEngineFactory = (o: { phrase: string; sensitivity: number; engine?: WakeEngineChoice; model?: string; logger: Logger }) => Promise<WakeWordEngine>;
 
 export interface SpeakerAgentDeps {
   settings: Settings;
@@ -313,7 +313,7 @@ export class SpeakerAgent extends EventEmitter {
     const l = this.deps.settings.listening;
     const factory = this.deps.wakeEngineFactory ?? openWakeWordEngine;
     try {
-      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, logger: this.log });
+      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: this.log });
       if (!this.loop) {
         await engine.close();
         return;
@@ -321,8 +321,9 @@ export class SpeakerAgent extends EventEmitter {
       this.wakeEngine = engine;
       engine.onWake((e) => this.onWake(e));
       this.audio?.wakeGate.setEngine(engine);
-      this.wakeStatus = { phrase: l.wakePhrase, engine: 'ready' };
-      this.log.info({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity }, 'wake word engine ready');
+      const kind = (engine as { engine?: string }).engine;
+      this.wakeStatus = { phrase: l.wakePhrase, engine: 'ready', ...(kind ? { kind } : {}) };
+      this.log.info({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: kind }, 'wake word engine ready');
     } catch (err) {
       const e = toAgentError(err, 'internal');
       this.wakeStatus = { phrase: l.wakePhrase, engine: 'unavailable', error: e.message };

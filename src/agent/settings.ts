@@ -10,7 +10,7 @@ import { envOverrides, withEnv, type EnvOverride } from '../common/zodMini.js';
 import { AgentError } from './errors.js';
 import { setPath } from '../common/setPath.js';
 import { DEFAULT_ECHO_TAIL_MS } from './audio/echoGate.js';
-import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY } from './wake/wakeWord.js';
+import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, WAKE_ENGINES } from './wake/wakeWord.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -52,6 +52,11 @@ export const SettingsSchema = z.object({
      *  turns themselves); manual: only `speaker-agent listen` / the status socket opens it (push-to-talk) */
     mode: withEnv(z._default(z.enum(['wake', 'always', 'manual']), 'wake'), 'SPEAKER_AGENT_LISTENING_MODE', 'wake, always or manual'),
     wakePhrase: withEnv(z._default(z.nonEmpty(), DEFAULT_WAKE_PHRASE), 'SPEAKER_AGENT_WAKE_PHRASE', 'the wake word or phrase'),
+    /** auto: openWakeWord when the phrase has a model (built in: hey jarvis, alexa, hey mycroft, hey rhasspy; or
+     *  wakeModel) and ONNX Runtime runs on this board, else pocketsphinx (any phrase of dictionary words, weaker) */
+    wakeEngine: withEnv(z._default(z.enum(WAKE_ENGINES), 'auto'), 'SPEAKER_AGENT_WAKE_ENGINE', 'auto, openwakeword or pocketsphinx'),
+    /** an openWakeWord phrase model (.onnx) trained for wakePhrase */
+    wakeModel: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_WAKE_MODEL', 'openWakeWord phrase model file (.onnx)'),
     /** 0..1: higher hears the wake word more readily, and false accepts more often */
     wakeSensitivity: withEnv(z._default(z.coerce.number().check(z.minimum(0), z.maximum(1)), DEFAULT_WAKE_SENSITIVITY), 'SPEAKER_AGENT_WAKE_SENSITIVITY', 'wake word sensitivity, 0..1'),
     /** an open conversation with no speech and no answer for this long goes back to idle */

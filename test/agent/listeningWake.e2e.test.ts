@@ -46,7 +46,7 @@ beforeAll(async () => {
     identity: (await ensureIdentity(path.join(tmp, 'state'))).identity,
     audio: new PortAudioBackend(),
     mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }),
-    logger: createLogger({ level: 'silent' }),
+    logger: createLogger({ level: (process.env.SPEAKER_AGENT_TEST_E2E_LOG as 'info') ?? 'silent' }),
   });
   await agent.start();
   await until(() => agent.snapshot().state === 'connected' && agent.listeningStatus().wakeWord.engine !== 'loading', 30_000, 'the call and the engine');
@@ -58,10 +58,10 @@ afterAll(async () => {
 });
 
 describe('the wake word opens the microphone with its pre-roll (real engine, verified on the received RTP)', () => {
-  it('"hey computer" then at once a 1 s tone: the peer gets nothing before, then the whole tone', async () => {
+  it('"hey jarvis" then at once a 1 s tone: the peer gets nothing before, then the whole tone', async () => {
     expect(agent.listeningStatus()).toMatchObject({ mode: 'wake', state: 'idle', wakeWord: { engine: 'ready' } });
     const phraseFile = path.join(tmp, 'phrase.wav');
-    await run('flite', ['-voice', 'slt', '-t', 'hey computer', '-o', phraseFile]);
+    await run('flite', ['-voice', 'slt', '-t', 'hey jarvis', '-o', phraseFile]);
     const w = decodeWav(await readFile(phraseFile));
     let phrase = resample(w.pcm, w.sampleRate, 48_000);
     // flite ends with ~0.1-0.2 s of silence: keep it short, as in one breath

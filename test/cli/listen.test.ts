@@ -167,12 +167,12 @@ describe('speaker-agent listen / mic / status --follow (real daemon, real compan
 });
 
 describe('the wake word (real engine) in one breath with the command', () => {
-  it('"hey computer, set the volume to forty percent" said at once sets the mixer; the command alone does not', async () => {
+  it('"hey jarvis, set the volume to forty percent" said at once sets the mixer; the command alone does not', async () => {
     const wakeDev = deviceDirs({ SPEAKER_AGENT_FOLLOW_UP_MS: '0' }); // mode wake: the default
     try {
       await enrollDevice(wakeDev, companion);
       const oneBreath = path.join(tmp, 'one-breath.wav');
-      await run('flite', ['-voice', 'slt', '-t', 'hey computer, set the volume to forty percent', '-o', oneBreath]);
+      await run('flite', ['-voice', 'slt', '-t', 'hey jarvis, set the volume to forty percent', '-o', oneBreath]);
       await runCli(['volume', 'set', '75'], wakeDev.env);
       const d = spawnCli(['run'], { ...wakeDev.env, SPEAKER_AGENT_LOG_LEVEL: 'debug' });
       const exited = new Promise((r) => d.on('exit', r));

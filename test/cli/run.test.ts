@@ -71,12 +71,13 @@ describe('speaker-agent run (daemon)', () => {
       expect(rx.messages.some((m) => m.startsWith('STATUS=call connected'))).toBe(true);
       // Regression (#4, idle memory): the daemon loaded koffi, a general FFI (~3.4 MB resident), for sd_notify
       // and two dup calls; those are in vendor/speaker-sys. koffi is mapped again for the echo canceller (#15,
-      // audio.duplex auto, libspeexdsp) and the wake word engine (#16, listening.mode wake, pocketsphinx in its
-      // worker thread), both defaults: it comes with them.
+      // audio.duplex auto, libspeexdsp), a default: it comes with it. The default wake word engine (#16,
+      // listening.mode wake) is openWakeWord on ONNX Runtime in its worker thread; pocketsphinx is not loaded.
       const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
       expect(maps).toMatch(/speaker_sys\.node/);
       expect(maps).toMatch(/libspeexdsp\.so/);
-      expect(maps).toMatch(/libpocketsphinx\.so/);
+      expect(maps).toMatch(/libonnxruntime\.so/);
+      expect(maps).not.toMatch(/libpocketsphinx\.so/);
       // The memory keeper's V8 call loaded (its own addon): the daemon collects incrementally, not with gc().
       expect(maps).toMatch(/speaker_sys_v8\.node/);
       // Regression (#4, idle memory): libportaudio.so loaded libjack and Berkeley DB; PortAudio is now static.

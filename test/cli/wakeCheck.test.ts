@@ -8,7 +8,7 @@ describe('doctor: wake word', () => {
   it('the default phrase loads and is heard from a synthetic voice', async () => {
     const r = await checkWakeWord(parseSettings({}));
     expect(r.status, r.detail).toBe('pass');
-    expect(r.detail).toMatch(/"hey computer" heard from a synthetic voice/);
+    expect(r.detail).toMatch(/"hey jarvis" heard from a synthetic voice/);
   }, 30_000);
 
   it('is skipped in modes without a wake word', async () => {

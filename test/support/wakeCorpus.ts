@@ -48,10 +48,12 @@ export const COMMANDS = {
   heldout: ['turn the music down', 'what is the weather like tomorrow', 'stop'],
 };
 
-/** Phrases that sound like a computer-style wake phrase without being it. */
+/** Phrases that sound like a wake phrase ("hey computer", "hey jarvis") without being it. */
 export const SIMILAR_PHRASES = {
-  tuning: ['computing power is cheap', 'the commuter train is late', 'he computed the sum', 'a cup of tea please', 'hey Cooper, come here', 'the company picnic', 'compete with her', 'hey, how are you', 'a computer program'],
-  heldout: ['cloud computing', 'commuters are tired', 'compute the total', 'hey come pewter', 'complete her form', 'the competitor won', 'hey look at that', 'my computer is slow', 'the amputee walked', 'a recruiter called'],
+  tuning: ['computing power is cheap', 'the commuter train is late', 'he computed the sum', 'a cup of tea please', 'hey Cooper, come here', 'the company picnic', 'compete with her', 'hey, how are you', 'a computer program',
+    'hey Travis', 'the jars are on the shelf', 'Jarvis Cocker sang', 'hey Jerry, stop it', 'a service van', 'hey, jump in'],
+  heldout: ['cloud computing', 'commuters are tired', 'compute the total', 'hey come pewter', 'complete her form', 'the competitor won', 'hey look at that', 'my computer is slow', 'the amputee walked', 'a recruiter called',
+    'hey Marvin', 'a jar of honey', 'Davis and Jarvis', 'harvest time is here', 'hey Charlie, come in', 'they carved his name', 'hey, nervous?'],
 };
 
 export type Part = 'tuning' | 'heldout';

@@ -1,4 +1,6 @@
-// The wake word engine's types (wakeWord.ts re-exports them: it is what the rest of the agent imports).
+// The wake word engine's types and their checks (wakeWord.ts re-exports them: it is what the rest of the agent
+// imports).
+import { AgentError } from '../errors.js';
 export interface WakeEvent {
   phrase: string;
   /** hrtime ns at which the wake phrase ended (mic timeline) */
@@ -19,4 +21,10 @@ export interface WakeWordOptions {
   phrase: string;
   /** 0..1, higher = more accepts */
   sensitivity: number;
+}
+
+export function checkSensitivity(sensitivity: unknown): void {
+  if (typeof sensitivity !== 'number' || !(sensitivity >= 0 && sensitivity <= 1)) {
+    throw new AgentError('config_invalid', `wake word sensitivity must be a number from 0 to 1, got ${String(sensitivity)}`);
+  }
 }

@@ -1,5 +1,6 @@
-// Worker-thread entry of the wake word engine (pocketsphinxWake.ts): 48 kHz microphone batches in, resampled to
-// 16 kHz and spotted (keyphraseSpotter.ts), wake events out with the phrase's end on the microphone's timeline.
+// Worker-thread entry of the wake word engine (wakeThread.ts): 48 kHz microphone batches in, resampled to
+// 16 kHz and spotted (openWakeWord.ts or keyphraseSpotter.ts), wake events out with the phrase's end on the
+// microphone's timeline. Batches are spotted one after another, in order (openWakeWord's inference is async).
 // Protocol: main -> worker { type: 'audio', pcm: Int16Array (48 kHz), endNs: bigint (capture time of its last
 //                          sample) } | { type: 'sync', req } | { type: 'stop' }
 //           worker -> main { type: 'ready', rssBytes } | { type: 'fatal', code, message }
@@ -8,11 +9,28 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Resampler } from '../../common/audio/resample.js';
 import { lowerThisThreadPriority, workerThreadData } from '../../common/workerThread.js';
 import { AgentError } from '../errors.js';
-import { KeyphraseSpotter, type SpotterOptions } from './keyphraseSpotter.js';
+import type { Detection, SpotterOptions } from './keyphraseSpotter.js';
+import type { OpenWakeWordOptions } from './openWakeWord.js';
+
+export type SpotterConfig = ({ kind: 'pocketsphinx' } & SpotterOptions) | ({ kind: 'openwakeword' } & OpenWakeWordOptions);
 
 export interface WakeWorkerData {
-  spotter: SpotterOptions;
+  spotter: SpotterConfig;
   nice: number;
+}
+
+interface Spotter {
+  process(pcm16k: Int16Array): Detection[] | Promise<Detection[]>;
+  close(): void;
+}
+
+async function openSpotter(c: SpotterConfig): Promise<Spotter> {
+  if (c.kind === 'openwakeword') {
+    const { OpenWakeWordSpotter } = await import('./openWakeWord.js');
+    return OpenWakeWordSpotter.open(c);
+  }
+  const { KeyphraseSpotter } = await import('./keyphraseSpotter.js');
+  return new KeyphraseSpotter(c);
 }
 
 type InMsg = { type: 'audio'; pcm: Int16Array; endNs: bigint } | { type: 'sync'; req: number } | { type: 'stop' };
@@ -22,9 +40,9 @@ const port = parentPort!;
 const cfg = workerThreadData<WakeWorkerData>(workerData);
 await lowerThisThreadPriority(cfg.nice);
 
-let spotter: KeyphraseSpotter;
+let spotter: Spotter;
 try {
-  spotter = new KeyphraseSpotter(cfg.spotter);
+  spotter = await openSpotter(cfg.spotter);
 } catch (err) {
   port.postMessage({ type: 'fatal', code: err instanceof AgentError ? err.code : 'audio', message: String((err as Error)?.message ?? err) });
   process.exit(1);
@@ -43,7 +61,7 @@ function timeOf(sample16k: number): bigint {
   return b.endNs - BigInt(Math.round((b.end48 - 1 - idx48) * NS_PER_48K));
 }
 
-port.on('message', (m: InMsg) => {
+async function handle(m: InMsg): Promise<void> {
   if (m.type === 'stop') {
     spotter.close();
     process.exit(0);
@@ -57,11 +75,17 @@ port.on('message', (m: InMsg) => {
   batches.push({ end48: in48, endNs: m.endNs });
   if (batches.length > 60) batches.shift(); // 6 s of 100 ms batches: longer than any phrase
   try {
-    for (const d of spotter.process(resampler.process(m.pcm))) {
+    for (const d of await spotter.process(resampler.process(m.pcm))) {
       port.postMessage({ type: 'wake', phrase: d.phrase, endedAtNs: timeOf(d.endSample), score: d.score });
     }
   } catch (err) {
     port.postMessage({ type: 'error', message: String((err as Error)?.message ?? err) });
   }
+}
+
+// one message at a time, in order: a sync answers only after every batch before it was spotted
+let queue: Promise<void> = Promise.resolve();
+port.on('message', (m: InMsg) => {
+  queue = queue.then(() => handle(m));
 });
 port.postMessage({ type: 'ready', rssBytes: process.memoryUsage().rss });

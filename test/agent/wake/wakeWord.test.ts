@@ -1,38 +1,24 @@
 // The wake word engine with real pocketsphinx in its worker thread, on held-out voices and texts of the wake test
 // set (test/support/wakeCorpus.ts): voices and texts the thresholds were not chosen on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resample } from '../../../src/common/audio/resample.js';
 import { silentLogger } from '../../../src/common/logger.js';
 import { AgentError } from '../../../src/agent/errors.js';
-import { openPocketsphinxWake, type PocketsphinxWake } from '../../../src/agent/wake/pocketsphinxWake.js';
+import { openPocketsphinxWake } from '../../../src/agent/wake/pocketsphinxWake.js';
+import type { WakeThread } from '../../../src/agent/wake/wakeThread.js';
 import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, openWakeWordEngine, type WakeEvent } from '../../../src/agent/wake/wakeWord.js';
 import { HELDOUT_VOICES, nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
+import { FRAME, feedAsCapture as feed, nsAt48 } from '../../support/wakeFeed.js';
 
-const FRAME = 960; // 20 ms at 48 kHz
-const FRAME_NS = 20_000_000n;
-const T0 = 5_000_000_000n;
-
-/** Feeds 16 kHz audio as 48 kHz 20 ms frames stamped like a capture backend (time of each frame's last sample),
- *  starting at sample `offset48` of the engine's timeline; returns the next offset. */
-function feed(engine: PocketsphinxWake, pcm16k: Int16Array, offset48: number): number {
-  const pcm = resample(pcm16k, RATE, 48000);
-  let o = offset48;
-  for (let i = 0; i + FRAME <= pcm.length; i += FRAME) {
-    o += FRAME;
-    engine.feed(pcm.subarray(i, i + FRAME), T0 + (BigInt(o) * FRAME_NS) / BigInt(FRAME) - 20_833n);
-  }
-  return o;
-}
-
-const nsAt48 = (sample48: number): bigint => T0 + (BigInt(sample48) * 1_000_000_000n) / 48000n;
+/** pocketsphinx's phrase in these tests (the default phrase has an openWakeWord model: openWakeWord.test.ts) */
+const PHRASE = 'hey computer';
 
 describe('wake word engine (pocketsphinx keyphrase spotting in a worker thread)', () => {
-  let engine: PocketsphinxWake;
+  let engine: WakeThread;
   const events: WakeEvent[] = [];
   let at48 = 0;
 
   beforeAll(async () => {
-    engine = await openPocketsphinxWake({ phrase: DEFAULT_WAKE_PHRASE, sensitivity: DEFAULT_WAKE_SENSITIVITY, logger: silentLogger });
+    engine = await openPocketsphinxWake({ phrase: PHRASE, sensitivity: DEFAULT_WAKE_SENSITIVITY, logger: silentLogger });
     engine.onWake((e) => events.push(e));
   }, 60_000);
   afterAll(() => engine?.close());
@@ -42,7 +28,7 @@ describe('wake word engine (pocketsphinx keyphrase spotting in a worker thread)'
   // bench's accept rate (bench/wake-word.bench.ts), not asserted here.
   it('hears the phrase from held-out voices at 20 dB SNR, alone and followed by a command, and places its end', async () => {
     const voices = HELDOUT_VOICES.filter((v) => v.engine === 'flite');
-    const clips = wakeClips(DEFAULT_WAKE_PHRASE, 'heldout', 20, { voices, backgrounds: ['brown'] });
+    const clips = wakeClips(PHRASE, 'heldout', 20, { voices, backgrounds: ['brown'] });
     expect(clips.length).toBe(8);
     const misses: string[] = [];
     const offsetsMs: number[] = [];
@@ -55,7 +41,7 @@ describe('wake word engine (pocketsphinx keyphrase spotting in a worker thread)'
       const hit = events.find((e) => e.endedAtNs > trueEnd - 1_000_000_000n && e.endedAtNs < trueEnd + 1_000_000_000n);
       if (!hit) misses.push(`${c.voice} "${c.text}" over ${c.background}`);
       else offsetsMs.push(Number(hit.endedAtNs - trueEnd) / 1e6);
-      expect(events.every((e) => e.phrase === DEFAULT_WAKE_PHRASE)).toBe(true);
+      expect(events.every((e) => e.phrase === PHRASE)).toBe(true);
     }
     expect(misses.length, misses.join('; ')).toBeLessThanOrEqual(1);
     for (const off of offsetsMs) expect(Math.abs(off)).toBeLessThan(300);
@@ -66,7 +52,7 @@ describe('wake word engine (pocketsphinx keyphrase spotting in a worker thread)'
     events.length = 0;
     let seconds = 0;
     const labels: string[] = [];
-    for (const seg of nonWakeSegments(DEFAULT_WAKE_PHRASE, 'heldout', { maxSeconds: 330 })) {
+    for (const seg of nonWakeSegments(PHRASE, 'heldout', { maxSeconds: 420 })) {
       if (seg.label.startsWith('similar:')) continue;
       const before = events.length;
       at48 = feed(engine, seg.pcm, at48);
@@ -77,6 +63,44 @@ describe('wake word engine (pocketsphinx keyphrase spotting in a worker thread)'
     expect(seconds).toBeGreaterThanOrEqual(240);
     expect(events, `fired in ${labels.join(', ')}`).toEqual([]);
   }, 180_000);
+});
+
+describe('wake word engine: which engine runs', () => {
+  it('the default phrase runs openWakeWord; a phrase without a model runs pocketsphinx (auto)', async () => {
+    const a = await openWakeWordEngine({ phrase: DEFAULT_WAKE_PHRASE, sensitivity: 0.5, logger: silentLogger });
+    const b = await openWakeWordEngine({ phrase: 'Hey, Computer!', sensitivity: 0.5, logger: silentLogger });
+    try {
+      expect(a.engine).toBe('openwakeword');
+      expect(b.engine).toBe('pocketsphinx');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 60_000);
+
+  it('pocketsphinx on request runs for a built-in phrase too', async () => {
+    const e = await openWakeWordEngine({ phrase: 'hey jarvis', sensitivity: 0.5, engine: 'pocketsphinx', logger: silentLogger });
+    expect(e.engine).toBe('pocketsphinx');
+    await e.close();
+  }, 60_000);
+
+  it('openwakeword on request for a phrase without a model: a clear error naming the built-in phrases', async () => {
+    const err = await openWakeWordEngine({ phrase: 'hey computer', sensitivity: 0.5, engine: 'openwakeword', logger: silentLogger }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'config_invalid', message: expect.stringMatching(/no openWakeWord model.*"hey jarvis".*listening\.wakeModel/) });
+  });
+
+  it('a missing or wrong phrase model: a clear error, not a fallback that hides it', async () => {
+    await expect(openWakeWordEngine({ phrase: 'hey computer', sensitivity: 0.5, model: '/nonexistent/hey_computer.onnx', logger: silentLogger })).rejects.toMatchObject({
+      code: 'config_invalid',
+      message: expect.stringMatching(/model not found: \/nonexistent\/hey_computer\.onnx/),
+    });
+    // an ONNX file that is not a phrase model (the melspectrogram model) is named with its input shape
+    const { modelsDir } = await import('../../../src/agent/wake/openWakeWord.js');
+    await expect(openWakeWordEngine({ phrase: 'hey computer', sensitivity: 0.5, model: `${modelsDir()}/melspectrogram.onnx`, logger: silentLogger })).rejects.toMatchObject({
+      code: 'config_invalid',
+      message: expect.stringMatching(/takes input .* not openWakeWord's \[1, 16, 96\]/),
+    });
+  }, 60_000);
 });
 
 describe('wake word engine: errors and lifecycle', () => {

@@ -1,0 +1,139 @@
+// The wake word engine's thread: a spotter (openWakeWord.ts or keyphraseSpotter.ts) in a worker thread
+// (wakeWorker.ts) at a lower CPU priority, so spotting never holds the event loop that paces the call's audio.
+// feed() only copies a 20 ms frame into a 100 ms batch and posts full batches (moved, not copied) to the thread.
+import type { Worker } from 'node:worker_threads';
+import type { Logger } from '../../common/logger.js';
+import { startWorkerThread } from '../../common/workerThread.js';
+import { AgentError, type AgentErrorCode } from '../errors.js';
+import type { WakeEvent, WakeWordEngine } from './wakeEngine.js';
+import type { SpotterConfig, WakeWorkerData } from './wakeWorker.js';
+
+const BATCH = 4800; // 100 ms at 48 kHz
+/** nice value of the spotting thread: below the event loop, but not SCHED_IDLE (a wake must not wait for idle) */
+export const WAKE_NICE = 10;
+
+/** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start. */
+export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string }): Promise<WakeThread> {
+  const data: WakeWorkerData = { spotter, nice: WAKE_NICE };
+  const worker = startWorkerThread(import.meta.url, 'wakeWorker', data);
+  worker.unref();
+  await new Promise<void>((resolve, reject) => {
+    const onMsg = (m: { type: string; code?: AgentErrorCode; message?: string }): void => {
+      if (m.type === 'ready') done(), resolve();
+      else if (m.type === 'fatal') done(), reject(new AgentError(m.code ?? 'audio', m.message ?? 'wake word engine failed to start'));
+    };
+    const onExit = (code: number): void => {
+      done();
+      reject(new AgentError('audio', `wake word engine thread exited during start (code ${code})`));
+    };
+    const onError = (err: Error): void => {
+      done();
+      reject(new AgentError('audio', `wake word engine thread failed: ${err.message}`, { cause: err }));
+    };
+    const done = (): void => {
+      worker.off('message', onMsg);
+      worker.off('exit', onExit);
+      worker.off('error', onError);
+    };
+    worker.on('message', onMsg);
+    worker.once('exit', onExit);
+    worker.once('error', onError);
+  }).catch(async (err) => {
+    await worker.terminate();
+    throw err;
+  });
+  return new WakeThread(worker, o.logger, spotter.phrase, o.engine);
+}
+
+export class WakeThread implements WakeWordEngine {
+  private batch = new Int16Array(BATCH);
+  private fill = 0;
+  private syncs = 0;
+  private readonly waiting = new Map<number, () => void>();
+  private readonly listeners: ((e: WakeEvent) => void)[] = [];
+  private closed = false;
+  private dead = false;
+
+  constructor(
+    private readonly worker: Worker,
+    private readonly log: Logger,
+    readonly phrase: string,
+    /** which spotter runs in the thread: openwakeword or pocketsphinx */
+    readonly engine: string,
+  ) {
+    worker.on('message', (m: { type: string; phrase?: string; endedAtNs?: bigint; score?: number; message?: string }) => {
+      if (m.type === 'wake' && !this.closed) {
+        const e: WakeEvent = { phrase: m.phrase!, endedAtNs: m.endedAtNs!, score: m.score };
+        for (const l of this.listeners) {
+          try {
+            l(e);
+          } catch (err) {
+            this.log.error({ err }, 'wake word listener failed');
+          }
+        }
+      } else if (m.type === 'synced') {
+        this.waiting.get((m as unknown as { req: number }).req)?.();
+      } else if (m.type === 'error') this.log.error({ message: m.message }, 'wake word engine: decode failed');
+    });
+    worker.on('error', (err) => {
+      this.dead = true;
+      this.log.error({ err }, 'wake word engine thread failed; the wake word is not heard until restart');
+    });
+    worker.on('exit', () => {
+      this.dead = true;
+      for (const w of this.waiting.values()) w();
+    });
+  }
+
+  feed(pcm48k: Int16Array, capturedAtNs: bigint): void {
+    if (this.closed || this.dead) return;
+    let i = 0;
+    while (i < pcm48k.length) {
+      const n = Math.min(BATCH - this.fill, pcm48k.length - i);
+      this.batch.set(pcm48k.subarray(i, i + n), this.fill);
+      this.fill += n;
+      i += n;
+      if (this.fill === BATCH) {
+        // capture time of the batch's last sample: that of the frame's last sample, less what is left of it
+        const endNs = capturedAtNs - BigInt(Math.round(((pcm48k.length - i) * 1e9) / 48000));
+        const pcm = this.batch;
+        this.batch = new Int16Array(BATCH);
+        this.fill = 0;
+        this.worker.postMessage({ type: 'audio', pcm, endNs }, [pcm.buffer]);
+      }
+    }
+  }
+
+  /** Resolves once the thread has decoded every full batch fed so far (tests and benchmarks). */
+  drained(): Promise<void> {
+    if (this.dead) return Promise.resolve();
+    const req = ++this.syncs;
+    return new Promise((resolve) => {
+      this.waiting.set(req, () => {
+        this.waiting.delete(req);
+        resolve();
+      });
+      this.worker.postMessage({ type: 'sync', req });
+    });
+  }
+
+  /** The decoding thread's id, -1 once it has exited. */
+  get threadId(): number {
+    return this.worker.threadId;
+  }
+
+  onWake(listener: (e: WakeEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.dead) return;
+    const exited = new Promise((r) => this.worker.once('exit', r));
+    this.worker.postMessage({ type: 'stop' });
+    const t = setTimeout(() => void this.worker.terminate(), 3000);
+    await exited;
+    clearTimeout(t);
+  }
+}
