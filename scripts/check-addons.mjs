@@ -32,6 +32,13 @@ const CHECKS = [
     const extras = [sys.srtpGcm ? 'SRTP in OpenSSL' : 'no native SRTP', sys.memoryPressure ? 'V8 memory pressure' : 'no V8 memory pressure'];
     return extras.join(', ');
   }],
+  ['onnxruntime-node', 'the wake word engine (openWakeWord)', () => {
+    // prebuilt in the npm package for linux-x64 and linux-arm64 only; elsewhere the agent uses pocketsphinx
+    if (!['x64', 'arm64'].includes(process.arch)) return `no build for ${process.arch}: the wake word engine is pocketsphinx here`;
+    process.env.ORT_DISABLE_TELEMETRY = '1'; // as the agent does (README, The wake word engine)
+    const ort = require('onnxruntime-node');
+    if (typeof ort.InferenceSession?.create !== 'function') throw new Error('InferenceSession missing');
+  }],
   ['koffi', 'espeak-ng and pocketsphinx (FFI)', () => {
     const koffi = require('koffi');
     const getpid = koffi.load('libc.so.6').func('int getpid()');

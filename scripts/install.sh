@@ -174,6 +174,13 @@ LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1) abi $("$NODE" -p
 if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
   say "npm ci --omit=dev (native addons build from source: a few minutes on a Pi)"
   (cd "$(R "$PREFIX")" && npm_config_build_from_source=true npm ci --omit=dev --no-audit --no-fund)
+  # onnxruntime-node (the wake word engine) ships every platform's library, ~290 MB: keep this board's only
+  ort_bin="$(R "$PREFIX")/node_modules/onnxruntime-node/bin/napi-v6"
+  if [ -d "$ort_bin" ]; then
+    keep="$ort_bin/linux/$("$NODE" -p process.arch)"
+    find "$ort_bin" -mindepth 2 -maxdepth 2 -type d ! -path "$keep" -exec rm -rf {} +
+    find "$ort_bin" -mindepth 1 -maxdepth 1 -type d -empty -delete
+  fi
   mkdir -p "$(dirname "$LOCK_STAMP")"
   echo "$LOCK_SUM" > "$LOCK_STAMP"
   CHANGED=1

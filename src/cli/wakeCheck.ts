@@ -50,7 +50,7 @@ export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {
   if (l.mode !== 'wake') return { name, status: 'skip', detail: `listening.mode is ${l.mode}: no wake word engine runs` };
   let engine: Awaited<ReturnType<typeof openWakeWordEngine>>;
   try {
-    engine = await openWakeWordEngine({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, logger: silentLogger });
+    engine = await openWakeWordEngine({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: silentLogger });
   } catch (err) {
     const code = (err as { code?: string }).code;
     return {
@@ -58,8 +58,8 @@ export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {
       status: 'fail',
       detail: `the engine does not load: ${(err as Error).message}`,
       fix: code === 'config_invalid'
-        ? 'choose a phrase of common English words (listening.wakePhrase) and a sensitivity from 0 to 1'
-        : 'install the engine and its model: apt install libpocketsphinx3 pocketsphinx-en-us',
+        ? 'choose a built-in phrase (listening.wakePhrase: hey jarvis, alexa, hey mycroft, hey rhasspy) or a model for yours (listening.wakeModel), or a phrase of common English words with listening.wakeEngine: pocketsphinx; a sensitivity from 0 to 1'
+        : 'reinstall (npm ci brings onnxruntime-node); for pocketsphinx: apt install libpocketsphinx3 pocketsphinx-en-us',
       category: code === 'config_invalid' ? 'config' : 'audio',
     };
   }
@@ -89,7 +89,7 @@ export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {
       };
     }
     const endMs = Number(e.endedAtNs - t0) / 1e6 - 500;
-    return { name, status: 'pass', detail: `"${l.wakePhrase}" heard from a synthetic voice (${voice}; end placed at ${Math.round(endMs)} ms of the ${Math.round((phrase.length / SAMPLE_RATE) * 1000)} ms phrase), sensitivity ${l.wakeSensitivity}` };
+    return { name, status: 'pass', detail: `${engine.engine}: "${l.wakePhrase}" heard from a synthetic voice (${voice}; end placed at ${Math.round(endMs)} ms of the ${Math.round((phrase.length / SAMPLE_RATE) * 1000)} ms phrase), sensitivity ${l.wakeSensitivity}` };
   } finally {
     await engine.close();
   }

@@ -5,7 +5,7 @@
 //   test machine; the fake dpkg database starts empty so the first run must install), FakeGetent + FakeUseradd
 //   + FakeUsermod + FakeChown (the service user exists only in the fake root's /etc/passwd), FakeId (the
 //   script requires root), FakeNpm (`npm ci` would download and compile native addons for minutes: it links
-//   the checkout's already-built packages instead).
+//   the checkout's already-built packages instead; onnxruntime-node is copied, as install.sh prunes it).
 // Enrollment is real: the installed CLI enrolls against a real companion server.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -64,7 +64,9 @@ sed -i "s/^audio:x:29:\\(.*\\)$/audio:x:29:\\1,$name/; s/^audio:x:29:,/audio:x:2
 echo "npm $*" >> "$FAKE_LOGS/calls.log"
 [ "$1" = ci ] || { echo "FakeNpm: unsupported $*" >&2; exit 1; }
 mkdir -p node_modules
-for d in "$CHECKOUT/node_modules"/* "$CHECKOUT/node_modules"/.bin; do ln -sfn "$d" "node_modules/$(basename "$d")"; done`,
+for d in "$CHECKOUT/node_modules"/* "$CHECKOUT/node_modules"/.bin; do ln -sfn "$d" "node_modules/$(basename "$d")"; done
+# copied, not linked: install.sh prunes its other platforms' libraries
+rm node_modules/onnxruntime-node && cp -a "$CHECKOUT/node_modules/onnxruntime-node" node_modules/`,
 };
 
 function env(): NodeJS.ProcessEnv {
@@ -141,6 +143,11 @@ describe('scripts/install.sh in a fake root', () => {
     const unit = readFileSync(path.join(fakeRoot, 'etc/systemd/system/speaker-agent.service'), 'utf8');
     expect(unit).toMatch(new RegExp(`^ExecStart=${process.execPath} .*/opt/speaker-agent/bin/speaker-agent\\.js run$`, 'm'));
     expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent/dist/speaker-agent.js'))).toBe(true);
+    // ONNX Runtime's libraries: this board's only (the package ships win32, darwin and both linux ones)
+    const ortBin = path.join(fakeRoot, 'opt/speaker-agent/node_modules/onnxruntime-node/bin/napi-v6');
+    expect(readdirSync(ortBin)).toEqual(['linux']);
+    expect(readdirSync(path.join(ortBin, 'linux'))).toEqual([process.arch]);
+    expect(existsSync(path.join(ROOT, 'node_modules/onnxruntime-node/bin/napi-v6/win32'))).toBe(true); // the checkout's untouched
     const wrapper = readFileSync(path.join(fakeRoot, 'usr/local/bin/speaker-agent'), 'utf8');
     expect(wrapper).toContain('CONFIGURATION_DIRECTORY="${CONFIGURATION_DIRECTORY:-/etc/speaker-agent}"');
     expect(wrapper).toContain(`exec "${process.execPath}" "/opt/speaker-agent/bin/speaker-agent.js" "$@"`);

@@ -25,7 +25,7 @@ function human(s: DaemonStatus, socketPath: string): string {
   if (s.listening) {
     const l = s.listening;
     lines.push(`listening:   ${l.state}${l.micMuted ? ' (microphone MUTED: not read, nothing sent)' : ''}   mode ${l.mode}` +
-      (l.mode === 'wake' ? `, wake word "${l.wakeWord.phrase}" (${l.wakeWord.engine})` : ''));
+      (l.mode === 'wake' ? `, wake word "${l.wakeWord.phrase}" (${l.wakeWord.kind ? `${l.wakeWord.kind} ` : ''}${l.wakeWord.engine})` : ''));
   }
   if (s.state === 'backoff' && s.nextAttemptAt) lines.push(`next try:    in ${formatDuration(Math.max(0, Date.parse(s.nextAttemptAt) - Date.now()))}`);
   if (s.lastError) lines.push(`last error:  ${s.lastError.code}: ${s.lastError.message} (${since(s.lastError.at)})`);
