@@ -2,7 +2,7 @@
 // virtual sound card, amixer, werift), bundled as `npm run build` bundles the CLI and started with the systemd
 // unit's node flags and environment; its log lines, CPU ticks, resident memory and open descriptors.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -46,6 +46,23 @@ export async function buildAgent(): Promise<string> {
   return path.join(outdir, 'agent-main.js');
 }
 
+
+/** A private copy of a Node binary (default: the one running the bench), for an agent process that should be
+ *  measured as the only node process on a board: the kernel pages out (and RSS stops counting) only code pages no
+ *  other process maps, and the bench's own node maps its binary (src/common/memoryKeeper.ts, page-out). */
+export function privateNode(node: string = process.execPath): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-node-'));
+  const copy = path.join(dir, 'node');
+  copyFileSync(node, copy);
+  chmodSync(copy, 0o755);
+  return copy;
+}
+
+/** Waits (at most timeoutMs) for the agent's one page-out of its start-up code (about a minute after start). */
+export async function pagedOut(a: AgentProc, timeoutMs = 120_000): Promise<boolean> {
+  if (a.lines.some((l) => l.includes('start-up code paged out'))) return true;
+  return a.next(/^memory keeper: start-up code paged out$/, timeoutMs).then(() => true, () => false);
+}
 
 /** Starts the agent against url; `config` is written as its config.json (settings the variables do not cover);
  *  `node` is the Node binary (default: the one running the bench); `env` adds or overrides variables. */

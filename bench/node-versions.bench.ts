@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
-import { BENCH_KEY as KEY, CLK_TCK, ROOT, buildAgent, cpuTicks, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio } from './agentProcess.js';
+import { BENCH_KEY as KEY, CLK_TCK, ROOT, buildAgent, cpuTicks, privateNode, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,6 +34,7 @@ export async function run(): Promise<BenchRow[]> {
     return [{ issue: '#18', metric: 'agent CPU on two Nodes', value: NaN, unit: '', note: 'no second Node: run .ci/run once (it downloads the newest LTS) or set BENCH_NODE_B' }];
   }
   const nodes = [process.execPath, b];
+  const privates = nodes.map((n) => privateNode(n));
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   startVirtualAudio();
   const agentMain = await buildAgent();
@@ -46,7 +47,8 @@ export async function run(): Promise<BenchRow[]> {
   try {
     for (let r = 0; r < rounds; r++) {
       for (const i of [0, 1]) {
-        const agent = spawnAgent(agentMain, peer.url, stateDir, undefined, nodes[i]);
+        // a private copy of each binary: the agent as the only node process on the board (agentProcess.ts, privateNode)
+        const agent = spawnAgent(agentMain, peer.url, stateDir, undefined, privates[i]);
         let pacat: ChildProcess | undefined;
         const feedPeer = setInterval(() => void peer.playTone(peerTone).catch(() => undefined), 10_000);
         try {

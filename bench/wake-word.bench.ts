@@ -5,7 +5,7 @@
 //   threshold as the engine); the curve's false-accept column uses the first WAKE_BENCH_CURVE_FRACTION (default
 //   15 %, about 20 minutes) of each non-wake segment, the default sensitivity's row the whole set.
 // - the anchor, side by side on the same clips: pocketsphinx (the other engine) for the same phrase.
-// - in real time through the engine (worker thread, 20 ms frames): detection latency (phrase end -> event, p50),
+// - in real time through the engine (worker thread, 20 ms frames, one message each): detection latency (phrase end -> event, p50),
 //   CPU of the engine while idle (room noise, no speech) as % of one core, RSS added by the loaded engine.
 // Env: WAKE_BENCH_QUICK=1 shortens everything (development); WAKE_BENCH_ONLY=realtime runs only the real-time part;
 // WAKE_BENCH_ENGINE=pocketsphinx|openwakeword, WAKE_BENCH_PHRASE choose what is measured (default: the defaults).
@@ -184,7 +184,7 @@ async function realTime(clips: WakeClip[]): Promise<BenchRow[]> {
     offsets.push(Math.abs(Number(hit.e.endedAtNs - end) / 1e6));
   }
   await engine.close();
-  rows.push({ issue: ISSUE, metric: 'wake: detection latency, phrase end -> event (p50)', value: +percentile(latencies, 50).toFixed(0), unit: 'ms', note: `p90 ${percentile(latencies, 90).toFixed(0)} ms; ${latencies.length} clips in real time (held-out flite voices, 20 dB brown noise; ${missed} missed); includes the 100 ms batch and ${ENGINE === 'openwakeword' ? "openWakeWord's 80 ms step" : "pocketsphinx's 100 ms kws_delay"}` });
+  rows.push({ issue: ISSUE, metric: 'wake: detection latency, phrase end -> event (p50)', value: +percentile(latencies, 50).toFixed(0), unit: 'ms', note: `p90 ${percentile(latencies, 90).toFixed(0)} ms; ${latencies.length} clips in real time (held-out flite voices, 20 dB brown noise; ${missed} missed); includes ${ENGINE === 'openwakeword' ? "openWakeWord's 80 ms step" : "pocketsphinx's 100 ms kws_delay"}` });
   rows.push({ issue: ISSUE, metric: 'wake: |endedAtNs - true phrase end| (p50)', value: +percentile(offsets, 50).toFixed(0), unit: 'ms', note: `max ${Math.max(...offsets).toFixed(0)} ms` });
   return rows;
 }

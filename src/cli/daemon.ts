@@ -117,7 +117,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   notifier.ready(`running; connecting to ${o.agent.snapshot().server}`);
   log.info({ readyMs: Math.round(readyMs), statusSocket: statusServer.socketPath, systemd: notifier.enabled }, 'agent running');
 
-  memoryKeeper = startMemoryKeeper({ logger: log });
+  memoryKeeper = startAgentMemoryKeeper(o.agent, log);
   if (notifier.watchdogIntervalMs) {
     watchdog = startWatchdog(notifier, {
       intervalMs: notifier.watchdogIntervalMs,
@@ -127,4 +127,18 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     });
   }
   return { notifier, done, shutdown };
+}
+
+/** The agent's memory keeper: start-up code leaves memory after a minute, at a moment without a conversation
+ *  (src/common/memoryKeeper.ts says why). */
+export function startAgentMemoryKeeper(agent: Pick<SpeakerAgent, 'listeningStatus'>, logger: Logger): MemoryKeeper {
+  return startMemoryKeeper({
+    logger,
+    pageOutAfterMs: 60_000,
+    // no conversation going on; in mode always the service takes turns and there is none to wait for
+    pageOutWhen: () => {
+      const l = agent.listeningStatus();
+      return l.mode === 'always' || !['listening', 'thinking', 'speaking'].includes(l.state);
+    },
+  });
 }

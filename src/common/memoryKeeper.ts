@@ -9,6 +9,12 @@
 // 10-minute call (issue #5: no growth). The collection is V8's incremental one (speaker-sys memoryPressure():
 // marking in steps, pauses of 9-16 ms measured on a busy 2-core machine; the sound card buffers 60 ms), about
 // once a minute in a call.
+//
+// Once, when the process has run for `pageOutAfterMs` and `pageOutWhen()` says it is a quiet moment, it hands the
+// resident pages of its read-only file mappings back to the kernel (speaker-sys pageOutFileMappings, madvise
+// MADV_PAGEOUT): node's start-up code and V8's snapshot, ONNX Runtime's kernel registration, the libraries' init
+// code, which never run again but stay resident (issues #15/#16/#18: ~30-40 MB of the agent's RSS). The code still
+// in use faults back in within a second; that is why it waits for a quiet moment (no conversation).
 import { createRequire } from 'node:module';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -27,6 +33,12 @@ export interface MemoryKeeperOptions {
   trim?: () => boolean;
   /** used bytes of the JS heap; default v8.getHeapStatistics().used_heap_size */
   heapUsed?: () => number;
+  /** after this long (ms) the read-only file mappings are paged out once; 0 = never; default 0 */
+  pageOutAfterMs?: number;
+  /** whether now is a good moment for it (checked on each tick once pageOutAfterMs has passed); default always */
+  pageOutWhen?: () => boolean;
+  /** pages them out: bytes advised, or -errno; default speaker-sys pageOutFileMappings, else nothing */
+  pageOut?: () => number;
   logger?: Logger;
 }
 
@@ -36,6 +48,8 @@ export interface MemoryKeeper {
   readonly collections: number;
   /** malloc_trim calls that returned memory */
   readonly trims: number;
+  /** bytes of file mappings paged out (0 until it was done) */
+  readonly pagedOutBytes: number;
 }
 
 export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
@@ -50,8 +64,22 @@ export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
   let collecting = false; // a collection was asked for on the previous tick
   let collections = 0;
   let trims = 0;
+  const pageOutAfterMs = o.pageOutAfterMs ?? 0;
+  const pageOut = o.pageOut ?? defaultPageOut();
+  const startedAt = performance.now();
+  let pagedOutBytes = pageOutAfterMs > 0 && pageOut ? 0 : -1; // -1: not to be done
+
+  const maybePageOut = () => {
+    if (pagedOutBytes !== 0 || performance.now() - startedAt < pageOutAfterMs || !(o.pageOutWhen?.() ?? true)) return;
+    const rss0 = process.memoryUsage.rss();
+    const r = pageOut!();
+    pagedOutBytes = r > 0 ? r : -1;
+    if (r < 0) log.info({ errno: -r }, 'memory keeper: the kernel cannot page out file mappings (Linux 5.4+ can); skipped');
+    else log.info({ mappedMb: Math.round(r / 1048576), rssBeforeMb: +(rss0 / 1048576).toFixed(1), rssAfterMb: +(process.memoryUsage.rss() / 1048576).toFixed(1) }, 'memory keeper: start-up code paged out');
+  };
 
   const tick = () => {
+    maybePageOut();
     const used = heapUsed();
     if (collecting) {
       // Incremental marking finishes within a second or two; what it left is the new baseline.
@@ -77,6 +105,9 @@ export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
     },
     get trims() {
       return trims;
+    },
+    get pagedOutBytes() {
+      return Math.max(0, pagedOutBytes);
     },
   };
 }
@@ -106,6 +137,11 @@ function speakerSys(): typeof import('speaker-sys') | undefined {
 function defaultGc(): () => void {
   const pressure = speakerSys()?.memoryPressure;
   return pressure ? () => pressure() : exposeGc(); // incremental; else the atomic gc()
+}
+
+function defaultPageOut(): (() => number) | undefined {
+  const sys = speakerSys();
+  return sys?.pageOutFileMappings ? () => sys.pageOutFileMappings() : undefined; // an addon built before it: none
 }
 
 function defaultTrim(): () => boolean {

@@ -1,5 +1,6 @@
 // The memory keeper: when it asks for a full GC and a malloc trim (scripted heap), and that the real V8 calls and
 // glibc malloc_trim it uses really collect and free memory.
+import { chmodSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -108,5 +109,55 @@ describe('memory keeper', () => {
     expect(released).toBe(true);
     expect(before - after).toBeGreaterThan(20);
     expect(kept.every((b) => b[4095] === 1)).toBe(true); // the live ones are intact
+  });
+
+  it('pages out the file mappings once, after pageOutAfterMs, at the first moment pageOutWhen allows', async () => {
+    let quiet = false;
+    let calls = 0;
+    const keeper = startMemoryKeeper({ intervalMs: 20, heapUsed: () => 0, gc: () => {}, trim: () => false, pageOutAfterMs: 60, pageOutWhen: () => quiet, pageOut: () => (calls++, 5 * MB) });
+    keepers.push(keeper);
+    await sleep(120);
+    expect(calls).toBe(0); // time has come, but not a quiet moment
+    quiet = true;
+    await sleep(60);
+    expect(calls).toBe(1);
+    expect(keeper.pagedOutBytes).toBe(5 * MB);
+    await sleep(100);
+    expect(calls).toBe(1); // once
+  });
+
+  it('without pageOutAfterMs nothing is paged out; a kernel that cannot is logged once, not retried', async () => {
+    let calls = 0;
+    keepers.push(startMemoryKeeper({ intervalMs: 20, heapUsed: () => 0, gc: () => {}, trim: () => false, pageOut: () => (calls++, 1) }));
+    const old = startMemoryKeeper({ intervalMs: 20, heapUsed: () => 0, gc: () => {}, trim: () => false, pageOutAfterMs: 1, pageOut: () => (calls++, -22) });
+    keepers.push(old);
+    await sleep(100);
+    expect(calls).toBe(1);
+    expect(old.pagedOutBytes).toBe(0);
+  });
+
+  // A child process with its own copy of the node binary: the kernel pages out only pages no other process maps,
+  // and every vitest worker maps /usr/bin/node (on a speaker the agent is the one node process).
+  it('real pageOutFileMappings: the resident code of node and its libraries leaves, and what runs comes back', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { copyFileSync, mkdtempSync, rmSync } = await import('node:fs');
+    const dir = mkdtempSync('/tmp/pageout-');
+    const node = `${dir}/node`;
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
+    const out = execFileSync(node, ['-e', `
+      const sys = require(${JSON.stringify(createRequire(import.meta.url).resolve('speaker-sys'))});
+      const fileRss = () => process.memoryUsage.rss() / 1048576;
+      const before = fileRss();
+      const advised = sys.pageOutFileMappings();
+      const after = fileRss();
+      let x = 0; for (let i = 0; i < 1e6; i++) x += JSON.stringify({ i }).length; // code runs again
+      console.log(JSON.stringify({ before, advised, after, again: fileRss(), x }));`]).toString();
+    rmSync(dir, { recursive: true, force: true });
+    const r = JSON.parse(out) as { before: number; advised: number; after: number; again: number; x: number };
+    expect(r.advised).toBeGreaterThan(20 * MB); // node's own binary is larger than that
+    expect(r.before - r.after).toBeGreaterThan(10);
+    expect(r.again).toBeGreaterThan(r.after); // what runs faulted back in
+    expect(r.x).toBeGreaterThan(0);
   });
 });

@@ -7,7 +7,7 @@ import { ensureIdentity } from '../../src/agent/identity.js';
 import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
 import { loadSettings, requireServerSettings } from '../../src/agent/settings.js';
 import { createLogger } from '../../src/common/logger.js';
-import { startMemoryKeeper } from '../../src/common/memoryKeeper.js';
+import { startAgentMemoryKeeper } from '../../src/cli/daemon.js';
 
 const { settings, stateDir } = loadSettings();
 requireServerSettings(settings);
@@ -21,7 +21,7 @@ const agent = new SpeakerAgent({
   logger,
 });
 await agent.start();
-startMemoryKeeper({ logger }); // as the daemon runs it (src/cli/daemon.ts)
+startAgentMemoryKeeper(agent, logger); // as the daemon runs it
 const stop = () =>
   void agent
     .stop()

@@ -1,6 +1,6 @@
 // The wake word engine's thread: a spotter (openWakeWord.ts or keyphraseSpotter.ts) in a worker thread
 // (wakeWorker.ts) at a lower CPU priority, so spotting never holds the event loop that paces the call's audio.
-// feed() only copies a 20 ms frame into a 100 ms batch and posts full batches (moved, not copied) to the thread.
+// feed() copies each 20 ms frame and posts it (moved, not copied) to the thread.
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from '../../common/logger.js';
 import { startWorkerThread } from '../../common/workerThread.js';
@@ -8,7 +8,8 @@ import { AgentError, type AgentErrorCode } from '../errors.js';
 import type { WakeEvent, WakeWordEngine } from './wakeEngine.js';
 import type { SpotterConfig, WakeWorkerData } from './wakeWorker.js';
 
-const BATCH = 4800; // 100 ms at 48 kHz
+/** 20 ms: one microphone frame a message, so a step of the spotter waits for no batch (wake latency) */
+const BATCH = 960;
 /** nice value of the spotting thread: below the event loop, but not SCHED_IDLE (a wake must not wait for idle) */
 export const WAKE_NICE = 10;
 

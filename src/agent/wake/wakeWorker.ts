@@ -73,7 +73,7 @@ async function handle(m: InMsg): Promise<void> {
   if (m.type !== 'audio' || !(m.pcm instanceof Int16Array)) return;
   in48 += m.pcm.length;
   batches.push({ end48: in48, endNs: m.endNs });
-  if (batches.length > 60) batches.shift(); // 6 s of 100 ms batches: longer than any phrase
+  if (batches.length > 300) batches.shift(); // 6 s of 20 ms frames: longer than any phrase
   try {
     for (const d of await spotter.process(resampler.process(m.pcm))) {
       port.postMessage({ type: 'wake', phrase: d.phrase, endedAtNs: timeOf(d.endSample), score: d.score });

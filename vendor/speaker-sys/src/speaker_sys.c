@@ -2,11 +2,15 @@
 //   dup(fd) -> new fd                     dup2(from, to)
 //   sendDatagram(addr: Buffer, addrLen, message: Buffer) -> 0 or -errno
 //   mallocTrim() -> true when memory was returned to the kernel
+//   pageOutFileMappings() -> bytes of read-only file mappings handed to the kernel, or -errno
 // dup/dup2 point the process's stdout/stderr elsewhere around native libraries that print (ALSA, PortAudio);
 // sendDatagram sends one AF_UNIX datagram (sd_notify) from the main PID without blocking. Errors of dup/dup2
 // throw an Error with `code` set to the errno name; sendDatagram returns -errno (a lost notification is
 // reported by the caller, never thrown). mallocTrim is glibc's malloc_trim(0): free memory inside malloc's arenas
 // (not only at their top) goes back to the kernel; elsewhere (musl) it does nothing and returns false.
+// pageOutFileMappings asks the kernel (madvise MADV_PAGEOUT, Linux 5.4+) to reclaim the resident pages of every
+// read-only file mapping of the process (the code and constants of node and its libraries): start-up code that
+// never runs again leaves memory, the code still in use faults back in from the page cache or the disk.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <node_api.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -112,12 +117,40 @@ static napi_value MallocTrim(napi_env env, napi_callback_info info) {
   return result;
 }
 
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+static napi_value PageOutFileMappings(napi_env env, napi_callback_info info) {
+  (void)info;
+  double bytes = 0;
+  int err = 0;
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (!maps) err = errno;
+  char line[4096];
+  while (maps && fgets(line, sizeof line, maps)) {
+    unsigned long start, end;
+    char perms[5];
+    int pathAt = 0;
+    // "start-end perms offset dev inode path": only mappings of a file (path starts with '/'), read-only
+    if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, perms, &pathAt) < 3 || pathAt == 0) continue;
+    if (line[pathAt] != '/' || perms[1] != '-' || perms[0] != 'r') continue;
+    if (madvise((void*)start, end - start, MADV_PAGEOUT) == 0) bytes += (double)(end - start);
+    else if (errno == EINVAL && bytes == 0) { err = EINVAL; break; } // a kernel older than 5.4
+  }
+  if (maps) fclose(maps);
+  napi_value result;
+  napi_create_double(env, err ? -err : bytes, &result);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"dup", NULL, Dup, NULL, NULL, NULL, napi_default, NULL},
       {"dup2", NULL, Dup2, NULL, NULL, NULL, napi_default, NULL},
       {"sendDatagram", NULL, SendDatagram, NULL, NULL, NULL, napi_default, NULL},
       {"mallocTrim", NULL, MallocTrim, NULL, NULL, NULL, napi_default, NULL},
+      {"pageOutFileMappings", NULL, PageOutFileMappings, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;
