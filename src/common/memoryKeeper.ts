@@ -72,6 +72,7 @@ export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
   const maybePageOut = () => {
     if (pagedOutBytes !== 0 || performance.now() - startedAt < pageOutAfterMs || !(o.pageOutWhen?.() ?? true)) return;
     const rss0 = process.memoryUsage.rss();
+    trim(); // what start-up freed inside malloc's arenas (ONNX Runtime's model loading: several MB) goes too
     const r = pageOut!();
     pagedOutBytes = r > 0 ? r : -1;
     if (r < 0) log.info({ errno: -r }, 'memory keeper: the kernel cannot page out file mappings (Linux 5.4+ can); skipped');

@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/common/logger.js';
-import { modelsDir, sensitivityToThreshold } from '../../../src/agent/wake/openWakeWord.js';
+import { modelsDir, OpenWakeWordSpotter, phraseModelFor, sensitivityToThreshold } from '../../../src/agent/wake/openWakeWord.js';
 import type { WakeThread } from '../../../src/agent/wake/wakeThread.js';
 import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, openWakeWordEngine, type WakeEvent } from '../../../src/agent/wake/wakeWord.js';
-import { nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
+import { HELDOUT_VOICES, nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
 import { feedAsCapture as feed, nsAt48 } from '../../support/wakeFeed.js';
 
 const root = path.resolve(import.meta.dirname, '../../..');
@@ -74,6 +74,25 @@ describe('wake word engine (openWakeWord on ONNX Runtime in a worker thread)', (
     expect(seconds).toBeGreaterThanOrEqual(500);
     expect(events, `fired in ${labels.join(', ')}`).toEqual([]);
   }, 240_000);
+});
+
+describe('openWakeWord: sleeping through quiet', () => {
+  it('computes nothing in a quiet room, and still hears a phrase said into it, placing its end', async () => {
+    const sp = await OpenWakeWordSpotter.open({ phrase: 'hey jarvis', model: phraseModelFor('hey jarvis')!, threshold: sensitivityToThreshold(0.5) });
+    try {
+      const [clip] = wakeClips(DEFAULT_WAKE_PHRASE, 'heldout', 20, { voices: HELDOUT_VOICES.slice(0, 1), backgrounds: [null] });
+      const quiet = new Int16Array(RATE * 10).map((_, i) => (i % 7) - 3); // a quiet microphone's noise, RMS 2
+      const before = sp.computedSteps;
+      expect(await sp.process(quiet)).toEqual([]);
+      const slept = 125 - (sp.computedSteps - before); // 10 s = 125 steps
+      expect(slept).toBeGreaterThan(90); // all but the first 27 steps (the replay ring fills first)
+      const found = await sp.process(clip.pcm);
+      expect(found.length).toBe(1);
+      expect(Math.abs(found[0].endSample - (quiet.length + clip.phraseEnd)) / 16).toBeLessThan(150); // ms
+    } finally {
+      sp.close();
+    }
+  }, 60_000);
 });
 
 describe('openWakeWord: sensitivity', () => {
