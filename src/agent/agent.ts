@@ -122,6 +122,8 @@ export class SpeakerAgent extends EventEmitter {
   private readonly transcripts: TranscriptEntry[] = [];
   readonly listening: ListeningStateMachine;
   private wakeEngine: WakeWordEngine | undefined;
+  private wakeEngineSince = 0;
+  private wakeRestarts = 0;
   private wakeStatus: ListeningStatus['wakeWord'];
   private keepAliveTimer: SharedInterval | undefined;
   /** where the wake gate's pre-roll starts when the next change opens it (set by a wake event) */
@@ -320,6 +322,8 @@ export class SpeakerAgent extends EventEmitter {
       }
       this.wakeEngine = engine;
       engine.onWake((e) => this.onWake(e));
+      engine.onFailure?.((err) => this.onWakeEngineFailed(engine, err));
+      this.wakeEngineSince = performance.now();
       this.audio?.wakeGate.setEngine(engine);
       const kind = (engine as { engine?: string }).engine;
       this.wakeStatus = { phrase: l.wakePhrase, engine: 'ready', ...(kind ? { kind } : {}) };
@@ -332,6 +336,23 @@ export class SpeakerAgent extends EventEmitter {
     }
   }
 
+  /** A crashed engine is loaded again, after 1 s, doubling to 60 s while it keeps failing within a minute. Until
+   *  then `wake` behaves like `manual` (the safe side), and status says the engine is loading. */
+  private onWakeEngineFailed(engine: WakeWordEngine, err: Error): void {
+    if (this.wakeEngine !== engine || !this.loop) return;
+    this.wakeEngine = undefined;
+    this.audio?.wakeGate.setEngine(undefined);
+    const l = this.deps.settings.listening;
+    this.wakeRestarts = performance.now() - this.wakeEngineSince > 60_000 ? 1 : this.wakeRestarts + 1;
+    const delayMs = Math.min(60_000, 1_000 * 2 ** (this.wakeRestarts - 1));
+    this.wakeStatus = { phrase: l.wakePhrase, engine: 'loading', error: err.message };
+    this.log.warn({ err: err.message, restartInMs: delayMs }, 'wake word engine failed: loading it again');
+    const t = setTimeout(() => {
+      if (this.loop && !this.wakeEngine) void this.loadWakeEngine();
+    }, delayMs);
+    t.unref();
+  }
+
   private onWake(e: WakeEvent): void {
     // how long after the end of the wake word it was heard (the engine's delay): the pre-roll covers it
     this.log.info({ phrase: e.phrase, score: e.score, heardAfterMs: Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6) }, 'wake word heard');
@@ -339,6 +360,12 @@ export class SpeakerAgent extends EventEmitter {
     if (this.listening.state === 'offline') {
       this.earcon('unreachable');
       return;
+    }
+    if (this.listening.state === 'speaking' || this.listening.state === 'thinking') {
+      // the wake word over an answer interrupts it, as on any smart speaker: "hey jarvis, stop"
+      this.call?.cancelResponse();
+      this.audio?.resetDownlink();
+      this.log.info({ state: this.listening.state }, 'wake word over the answer: answer cut');
     }
     this.preRollFromNs = e.endedAtNs - BigInt(this.deps.settings.listening.preRollMs) * 1_000_000n;
     this.wakeTiming.endedAtNs = e.endedAtNs;

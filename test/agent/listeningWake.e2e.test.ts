@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SpeakerAgent } from '../../src/agent/agent.js';
+import { SpeakerAgent, type ListeningEvent } from '../../src/agent/agent.js';
 import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
 import { ensureIdentity } from '../../src/agent/identity.js';
 import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
@@ -42,6 +42,9 @@ beforeAll(async () => {
       server: { url: peer.url, workspaceKey: KEY },
       mixer: { card: 'default', control: VIRTUAL.mixerControl },
       listening: { mode: 'wake', followUpMs: 0 },
+      // the virtual card has no echo path: nothing for a canceller to converge on, so its half-duplex fallback
+      // would hold the microphone while the assistant speaks; full duplex is right for this card
+      audio: { duplex: 'full' },
     }),
     identity: (await ensureIdentity(path.join(tmp, 'state'))).identity,
     audio: new PortAudioBackend(),
@@ -96,5 +99,45 @@ describe('the wake word opens the microphone with its pre-roll (real engine, ver
     // before the pre-roll: digital silence only (the phrase itself is not sent, at most its last syllable's tail)
     const head = got.subarray(0, Math.max(0, first * 960 - 48 * 400));
     expect(head.reduce((m, v) => Math.max(m, Math.abs(v)), 0)).toBe(0);
+  }, 30_000);
+});
+
+describe('the wake word over an answer, and an engine that crashes (real engine)', () => {
+  const phraseWav = async (): Promise<string> => {
+    const f = path.join(tmp, 'phrase-only.wav');
+    await run('flite', ['-voice', 'slt', '-t', 'hey jarvis', '-o', f]);
+    return f;
+  };
+
+  it('the wake word said while the assistant speaks cuts the answer (response.cancel) and opens listening', async () => {
+    agent.stopListening();
+    await until(() => agent.listening.state === 'idle', 5_000, 'idle');
+    await peer.sendEvent({ type: 'response.created', response: { id: 'resp_long' } });
+    void peer.playTone(sineWave(1_000, 48_000, 4, 0.3)); // a long answer
+    await until(() => agent.listening.state === 'speaking', 5_000, 'the answer to be heard');
+    const from = peer.events.length;
+    const opened: string[] = [];
+    const onListening = (e: ListeningEvent) => e.state === 'listening' && opened.push(`${e.previous} -> listening (${e.reason})`);
+    agent.on('listening', onListening);
+    await run('paplay', ['-d', VIRTUAL.micSink, await phraseWav()], { env: process.env });
+    // the test peer does not act on response.cancel: its answer goes on, and makes the state "speaking" again
+    await until(() => opened.length > 0, 5_000, 'the wake word');
+    agent.off('listening', onListening);
+    expect(opened[0]).toBe('speaking -> listening (wake)');
+    await peer.waitFor(() => peer.events.slice(from).some((e) => e.raw.includes('"response.cancel"')), 3_000, 'response.cancel');
+  }, 30_000);
+
+  it('a crashed engine thread is loaded again and hears the wake word after', async () => {
+    // the test peer does not act on response.cancel: its answer plays out first
+    await new Promise((r) => setTimeout(r, 4_000));
+    agent.stopListening();
+    await until(() => agent.listening.state === 'idle', 5_000, 'idle');
+    // the crash, simulated: the engine's thread ended from outside
+    const engine = (agent as unknown as { wakeEngine: { worker: { terminate(): Promise<number> } } }).wakeEngine;
+    await engine.worker.terminate();
+    await until(() => agent.listeningStatus().wakeWord.engine === 'loading', 2_000, 'the failure to be seen');
+    await until(() => agent.listeningStatus().wakeWord.engine === 'ready', 10_000, 'the engine to be loaded again');
+    await run('paplay', ['-d', VIRTUAL.micSink, await phraseWav()], { env: process.env });
+    await until(() => agent.listening.state === 'listening', 5_000, 'the wake word, after the restart');
   }, 30_000);
 });

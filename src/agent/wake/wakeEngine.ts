@@ -14,6 +14,8 @@ export interface WakeWordEngine {
    *  path, in a worker thread). The frame is copied: the caller may reuse its buffer. */
   feed(pcm48k: Int16Array, capturedAtNs: bigint): void;
   onWake(listener: (e: WakeEvent) => void): void;
+  /** Called once when the engine stops working on its own (its thread crashed), not after close(). */
+  onFailure?(listener: (err: Error) => void): void;
   close(): Promise<void>;
 }
 

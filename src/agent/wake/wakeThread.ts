@@ -52,6 +52,7 @@ export class WakeThread implements WakeWordEngine {
   private syncs = 0;
   private readonly waiting = new Map<number, () => void>();
   private readonly listeners: ((e: WakeEvent) => void)[] = [];
+  private readonly failureListeners: ((err: Error) => void)[] = [];
   private closed = false;
   private dead = false;
 
@@ -76,13 +77,10 @@ export class WakeThread implements WakeWordEngine {
         this.waiting.get((m as unknown as { req: number }).req)?.();
       } else if (m.type === 'error') this.log.error({ message: m.message }, 'wake word engine: decode failed');
     });
-    worker.on('error', (err) => {
-      this.dead = true;
-      this.log.error({ err }, 'wake word engine thread failed; the wake word is not heard until restart');
-    });
-    worker.on('exit', () => {
-      this.dead = true;
+    worker.on('error', (err) => this.failed(err));
+    worker.on('exit', (code) => {
       for (const w of this.waiting.values()) w();
+      this.failed(new Error(`wake word engine thread exited (code ${code})`));
     });
   }
 
@@ -125,6 +123,18 @@ export class WakeThread implements WakeWordEngine {
 
   onWake(listener: (e: WakeEvent) => void): void {
     this.listeners.push(listener);
+  }
+
+  onFailure(listener: (err: Error) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  private failed(err: Error): void {
+    if (this.dead) return;
+    this.dead = true;
+    if (this.closed) return; // an exit we asked for
+    this.log.error({ err: err.message }, 'wake word engine thread failed');
+    for (const l of this.failureListeners) l(err);
   }
 
   async close(): Promise<void> {

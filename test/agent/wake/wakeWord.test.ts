@@ -124,6 +124,20 @@ describe('wake word engine: errors and lifecycle', () => {
     });
   });
 
+  it('a thread that dies on its own is reported once through onFailure; close() is not a failure', async () => {
+    const e = await openPocketsphinxWake({ phrase: 'computer', sensitivity: 0.5, logger: silentLogger });
+    const failures: Error[] = [];
+    e.onFailure((err) => failures.push(err));
+    await (e as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate(); // the crash, simulated
+    await new Promise((r) => setTimeout(r, 50));
+    expect(failures.map((f) => f.message)).toEqual([expect.stringMatching(/thread exited/)]);
+    const f = await openPocketsphinxWake({ phrase: 'computer', sensitivity: 0.5, logger: silentLogger });
+    f.onFailure((err) => failures.push(err));
+    await f.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(failures.length).toBe(1);
+  }, 30_000);
+
   it('close() ends the decoding thread; feeding afterwards is a no-op', async () => {
     const e = await openPocketsphinxWake({ phrase: 'computer', sensitivity: 0.5, logger: silentLogger });
     expect(e.threadId).toBeGreaterThan(0);
