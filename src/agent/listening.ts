@@ -88,6 +88,8 @@ export type ServiceSignal =
   | 'function_call';
 
 type Phase = 'idle' | 'listening' | 'thinking' | 'speaking';
+/** the longest wait for an answer in `thinking` (silenceMs when that is longer) */
+export const THINKING_MS = 30_000;
 
 export interface ListeningEvents {
   change: [ListeningChange];
@@ -100,6 +102,9 @@ export interface ListeningEvents {
 export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
   readonly mode: ListeningMode;
   private readonly silenceMs: number;
+  /** how long an answer may take once the user has spoken: a slow service (a tool call, a long think) is not
+   *  silence; the user's silence is over, the service's has not begun */
+  private readonly thinkingMs: number;
   private readonly followUpMs: number;
   private readonly tailMs: number;
   private readonly clock: ListeningClock;
@@ -125,6 +130,7 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
     if (!(o.followUpMs >= 0)) throw new RangeError(`listening followUpMs must be >= 0, got ${o.followUpMs}`);
     this.mode = o.mode;
     this.silenceMs = o.silenceMs;
+    this.thinkingMs = Math.max(o.silenceMs, THINKING_MS);
     this.followUpMs = o.followUpMs;
     this.tailMs = o.speakingTailMs ?? 400;
     this.graceMs = o.audioGraceMs ?? 1_500;
@@ -213,7 +219,7 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
       case 'conversation.item.input_audio_transcription.completed':
         if (!this.open || this.phase === 'speaking') return;
         this.phase = 'thinking';
-        this.armTimer(this.silenceMs);
+        this.armTimer(this.thinkingMs);
         this.update('speech_stopped');
         return;
       case 'response.created':
@@ -221,7 +227,7 @@ export class ListeningStateMachine extends EventEmitter<ListeningEvents> {
         this.responseDone = false;
         this.heardAudio = false;
         if (this.phase !== 'speaking') this.phase = 'thinking';
-        if (this.open) this.armTimer(this.silenceMs);
+        if (this.open) this.armTimer(this.phase === 'thinking' ? this.thinkingMs : this.silenceMs);
         this.update('response');
         return;
       case 'assistant_transcript':

@@ -1,7 +1,7 @@
 // The listening state machine with an injected clock (timers advanced by hand): every way in and out of each
 // state, the follow-up window, and that the service can never open the microphone by itself.
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ListeningStateMachine, type ListeningChange, type ListeningClock, type ListeningOptions } from '../../src/agent/listening.js';
+import { ListeningStateMachine, THINKING_MS, type ListeningChange, type ListeningClock, type ListeningOptions } from '../../src/agent/listening.js';
 
 /** A clock whose time moves only when the test says (injected, not a fake of a real part). */
 class ManualClock implements ListeningClock {
@@ -133,13 +133,26 @@ describe('ListeningStateMachine', () => {
     expect(changes.at(-1)?.reason).toBe('silence');
   });
 
-  it('a service that goes quiet while thinking falls back to idle after silenceMs', () => {
+  // Until session 12 the silence timer (8 s) also ran while thinking: a 12 s answer came after listening had
+  // closed, and its follow-up never opened.
+  it('a slow answer is waited for (thinking is not silence); a service that never answers falls back to idle after THINKING_MS', () => {
     const m = machine();
     m.setCallUp(true);
     m.wake();
     m.service('input_audio_buffer.speech_stopped');
-    clock.advance(8_000);
-    expect(m.state).toBe('idle');
+    clock.advance(12_000);
+    expect(m.state).toBe('thinking');
+    m.service('response.created');
+    m.playback(true); // the answer, 12 s later
+    expect(m.state).toBe('speaking');
+    const n = machine();
+    n.setCallUp(true);
+    n.wake();
+    n.service('input_audio_buffer.speech_stopped');
+    clock.advance(THINKING_MS - 1);
+    expect(n.state).toBe('thinking');
+    clock.advance(1);
+    expect(n.state).toBe('idle');
   });
 
   it('the service cannot open the microphone: speech events while idle are ignored, its audio is speaking with the mic off', () => {

@@ -120,13 +120,12 @@ export class Uplink {
   private onFrame(pcm: Int16Array, capturedAtNs: bigint): void {
     this.stats.frames++;
     const sink = this.sink;
-    if (!sink) {
-      this.stats.droppedNoSink++;
-      return;
-    }
     this.frame.pcm = pcm;
     this.frame.capturedAtNs = capturedAtNs;
+    // Without a call the stages still run (the canceller adapts, the wake word engine listens: a wake word said
+    // while offline gets the "unreachable" earcon); nothing is encoded or sent.
     this.runFrom(0, this.frame, sink);
+    if (!sink) return;
     // A stage with a backlog (the wake gate's pre-roll) sends one more frame per captured frame.
     for (let i = 0; i < this.stages.length; i++) {
       const extra = this.stages[i].flush?.();
@@ -134,7 +133,7 @@ export class Uplink {
     }
   }
 
-  private runFrom(start: number, first: MicFrame, sink: PacketSink): void {
+  private runFrom(start: number, first: MicFrame, sink: PacketSink | undefined): void {
     let frame: MicFrame | undefined = first;
     for (let i = start; i < this.stages.length; i++) {
       frame = this.stages[i].process(frame);
@@ -142,6 +141,10 @@ export class Uplink {
         this.stats.held++;
         return;
       }
+    }
+    if (!sink) {
+      this.stats.droppedNoSink++;
+      return;
     }
     const capturedAtNs = frame.capturedAtNs;
     if (!this.send(sink, this.encoder.encode(frame.pcm), FRAME_SAMPLES, capturedAtNs)) return;

@@ -55,6 +55,21 @@ describe('WakeGate', () => {
     await r.uplink.stop();
   });
 
+  it('without a call (no sink) the engine still hears every frame, even with the gate open; nothing is encoded', async () => {
+    const capture = feedableCapture();
+    const engine = recordingEngine();
+    const gate = new WakeGate({ preRollMs: 100, maxDetectLatencyMs: 500, engine });
+    const uplink = new Uplink({ capture, encoder: new OpusFrameEncoder(), stages: [gate] });
+    await uplink.start(undefined);
+    for (let n = 0; n < 10; n++) capture.feed(numbered(n), at(n));
+    gate.openFrom(at(5));
+    for (let n = 10; n < 20; n++) capture.feed(numbered(n), at(n));
+    expect(engine.fed).toEqual([...Array(20).keys()]);
+    expect(uplink.stats.packets).toBe(0);
+    expect(uplink.stats.droppedNoSink).toBe(10); // the frames the open gate passed, dropped for want of a call
+    await uplink.stop();
+  });
+
   it('opened from the end of the wake word minus the pre-roll: those frames go first, then the live ones, at most two per captured frame', async () => {
     const r = await rig(300);
     r.feed(50); // frames 0..49; say the wake word ended at frame 40's capture, heard 10 frames later
