@@ -140,4 +140,14 @@ describe('the wake word over an answer, and an engine that crashes (real engine)
     await run('paplay', ['-d', VIRTUAL.micSink, await phraseWav()], { env: process.env });
     await until(() => agent.listening.state === 'listening', 5_000, 'the wake word, after the restart');
   }, 30_000);
+
+  it('without a call the engine still listens: the wake word plays the unreachable earcon, and nothing opens', async () => {
+    await peer.kill();
+    await until(() => agent.listening.state === 'offline', 15_000, 'the call to be lost');
+    await new Promise((r) => setTimeout(r, 1_000)); // the call-lost earcon played
+    const before = agent.earconTiming?.requestedNs ?? 0n;
+    await run('paplay', ['-d', VIRTUAL.micSink, await phraseWav()], { env: process.env });
+    await until(() => (agent.earconTiming?.requestedNs ?? 0n) > before, 5_000, 'the unreachable earcon');
+    expect(agent.listening.state).toBe('offline');
+  }, 40_000);
 });
