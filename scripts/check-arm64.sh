@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves the native addons on arm64 from an x86-64 Debian machine (issue #18), in four steps:
+# Proves the native addons and the wake word engine on arm64 from an x86-64 Debian machine (issue #18), in five steps:
 #   1. an arm64 Debian sysroot (trixie by default), made by `debootstrap --foreign` (it only downloads and unpacks:
 #      nothing arm64 is executed) plus `dpkg-deb -x` of every downloaded package. Cached under $ROOTS.
 #   2. every native addon cross-built for aarch64 with Debian's cross toolchain (g++-aarch64-linux-gnu) against the
@@ -11,6 +11,10 @@
 #      NEEDs or by node's exports.
 #   4. if qemu-aarch64-static (extracted from Debian's qemu-user-static .deb, called explicitly: no binfmt handler
 #      is registered) runs the arm64 node here, scripts/arm64/smoke.cjs loads and exercises every addon under it.
+#   5. under qemu too, the wake word engine: the agent's OpenWakeWordSpotter (scripts/arm64/wake.mjs, bundled with
+#      esbuild) on onnxruntime-node's prebuilt arm64 library, on "hey jarvis" from espeak-ng and on 10 s of noise:
+#      one detection, none in the noise, every score equal to the host's (x64) run within 0.02.
+#      onnxruntime-node's arm64 binding and libonnxruntime.so.1 are inspected in step 3 like the addons.
 # Exit status: 0 when every step that could run passed (the last line says whether step 4 ran), 1 on a failure,
 # 77 when this machine cannot do the check (not x86-64, not root, no Debian mirror, ...), with the reason.
 #   scripts/check-arm64.sh [--suite trixie|bookworm] [--no-run] [--keep]
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
     --suite) SUITE=${2:?--suite needs a value}; shift ;;
     --no-run) RUN=0 ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -41,7 +45,7 @@ SYSROOT=$ROOTS/$SUITE-arm64
 # libjack-jackd2-dev is named because portaudio19-dev depends on "libjack-dev | libjack-jackd2-dev" and
 # debootstrap's resolver does not take alternatives.
 SYSROOT_PKGS=(libc6-dev libstdc++6 libgcc-s1 libasound2-dev portaudio19-dev libjack-jackd2-dev)
-HOST_PKGS=(debootstrap g++-aarch64-linux-gnu binutils-aarch64-linux-gnu python3 make curl)
+HOST_PKGS=(debootstrap g++-aarch64-linux-gnu binutils-aarch64-linux-gnu python3 make curl espeak-ng)
 
 log() { echo "check-arm64: $*"; }
 skip() { echo "check-arm64: SKIP: $*" >&2; exit 77; }
@@ -74,6 +78,8 @@ NODE_VERSION=$(node -p 'process.versions.node')
 NODE_ABI=$(node -p 'process.versions.modules')
 NODE_GYP=$(npm root -g)/npm/node_modules/node-gyp/bin/node-gyp.js
 [ -f "$NODE_GYP" ] || skip "node-gyp not found at $NODE_GYP (it ships inside npm)"
+ESBUILD=$PROJECT/node_modules/.bin/esbuild
+[ -x "$ESBUILD" ] || skip "esbuild not found at $ESBUILD (bash scripts/setup.sh --dev installs it)"
 mkdir -p "$ROOTS"
 T_ALL=$(now)
 
@@ -144,6 +150,23 @@ tar cf - --exclude=build --exclude=node_modules vendor | tar xf - -C "$WORK"
   > "$WORK/npm-ci.log" 2>&1 || { tail -20 "$WORK/npm-ci.log" >&2; fail "npm ci in the scratch copy failed"; }
 NPM_SECS=$(secs "$T")
 
+# The wake word engine: the agent's OpenWakeWordSpotter bundled as dist/ bundles it (onnxruntime-node external,
+# resolved from the scratch tree), on "hey jarvis" from espeak-ng. The host's node runs it first with the x64
+# library of the same package: the reference every arm64 score is compared with in step 4.
+T=$(now)
+"$ESBUILD" scripts/arm64/wake.mjs --bundle --platform=node --format=esm --target=node20 --external:onnxruntime-node \
+  --outfile="$WORK/wake-check.mjs" --log-level=warning || fail "could not bundle scripts/arm64/wake.mjs"
+espeak-ng -v en-us -w "$WORK/hey-jarvis.wav" "hey jarvis" || fail "espeak-ng could not say the wake phrase"
+node "$WORK/wake-check.mjs" "$WORK/hey-jarvis.wav" --write "$WORK/wake-reference.json" > "$WORK/wake-reference.log" 2>&1 \
+  || { cat "$WORK/wake-reference.log" >&2; fail "the wake word check fails on this machine's own node ($(uname -m)): not an arm64 problem"; }
+sed 's/^/  reference: /' "$WORK/wake-reference.log"
+# As scripts/install.sh does on a board: only this architecture's ONNX Runtime stays (the package ships x64's too).
+ORT_BIN=$WORK/node_modules/onnxruntime-node/bin/napi-v6
+[ -d "$ORT_BIN/linux/arm64" ] || fail "onnxruntime-node has no linux/arm64 build in $ORT_BIN"
+find "$ORT_BIN" -mindepth 2 -maxdepth 2 -type d ! -path "$ORT_BIN/linux/arm64" -exec rm -rf {} +
+find "$ORT_BIN" -mindepth 1 -maxdepth 1 -type d -empty -delete
+WAKE_PREP_SECS=$(secs "$T")
+
 # Debian's cross compiler searches its own arm64 glibc (libc6-dev-arm64-cross, the host's release) before the
 # sysroot's, for headers and libraries. The addons are built against the sysroot's glibc instead, as on the board:
 # -nostdinc and the include directories in order (the toolchain's libstdc++ and compiler headers, then the
@@ -187,6 +210,8 @@ ADDONS=(
   "speaker-sys-v8=$NM/speaker-sys/build/Release/speaker_sys_v8.node"
   "speaker-sys-srtp=$NM/speaker-sys/build/Release/speaker_sys_srtp.node"
   "koffi=$NM/@koromix/koffi-linux-arm64/linux_arm64/koffi.node"
+  "onnxruntime-node=$ORT_BIN/linux/arm64/onnxruntime_binding.node"
+  "libonnxruntime=$ORT_BIN/linux/arm64/libonnxruntime.so.1"
 )
 log "cross-build: ${BUILD_TOTAL_SECS} s (opus ${BUILD_SECS[opus]} s, better-sqlite3 ${BUILD_SECS[better-sqlite3]} s, naudiodon2 ${BUILD_SECS[naudiodon2]} s, speaker-sys ${BUILD_SECS[speaker-sys]} s; -j$JOBS; npm ci ${NPM_SECS} s)"
 
@@ -215,6 +240,18 @@ if [ ! -x "$QEMU" ]; then
   mv "$QEMU_DIR.tmp/x" "$QEMU_DIR" && rm -rf "$QEMU_DIR.tmp"
 fi
 QEMU_VERSION=$("$QEMU" --version | head -1)
+# ONNX Runtime sizes its thread pool with pytorch's cpuinfo, which on arm64 parses /proc/cpuinfo for the cores'
+# ARM part numbers. qemu 7.2 passes the host's x86 /proc/cpuinfo through, cpuinfo finds no ARM core in it and
+# dereferences NULL: onnxruntime-node segfaults on load (a board's kernel always lists its cores). qemu's -L prefix
+# is searched first for every absolute path, so the sysroot gets a Raspberry Pi 4's (Cortex-A72) /proc/cpuinfo,
+# one entry per host CPU (cpuinfo matches it with /sys/devices/system/cpu, which is the host's).
+{
+  for i in $(seq 0 $(($(nproc --all) - 1))); do
+    printf 'processor\t: %d\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\n' "$i"
+    printf 'CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\nCPU revision\t: 3\n\n'
+  done
+  printf 'Hardware\t: BCM2835\nRevision\t: c03111\nModel\t\t: Raspberry Pi 4 Model B Rev 1.1\n'
+} > "$SYSROOT/proc/cpuinfo"
 # The process runs the arm64 node directly; -L makes its loader and libraries (and ALSA's configuration) come
 # from the sysroot. It starts no child process, which would need binfmt.
 qnode() { "$QEMU" -L "$SYSROOT" "$NODE_ARM64/bin/node" "$@"; }
@@ -229,4 +266,7 @@ if ! qnode scripts/arm64/smoke.cjs "$WORK" "$NM/@discordjs/opus/$OPUS_DIR/opus.n
 fi
 grep -v '^ALSA lib ' "$WORK/smoke.stderr" >&2 || true
 log "run under qemu: $(secs "$T") s ($(grep -c '^ALSA lib ' "$WORK/smoke.stderr") ALSA lines on stderr: no sound card)"
+T=$(now)
+qnode "$WORK/wake-check.mjs" "$WORK/hey-jarvis.wav" --reference "$WORK/wake-reference.json" || fail "the wake word engine under qemu failed"
+log "wake word engine under qemu: $(secs "$T") s (preparation on the host ${WAKE_PREP_SECS} s)"
 log "OK: cross-built, inspected and run on arm64 under qemu-aarch64-static [total $(secs "$T_ALL") s]"
