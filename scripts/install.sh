@@ -98,7 +98,8 @@ case "$(uname -m)" in
   *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
 esac
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev libespeak-ng1 espeak-ng-data
-      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 python3 make g++ ca-certificates)
+      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 python3 make g++ ca-certificates libatomic1)
+# libatomic1: the official Node builds for armv7l (armhf) need it; a fresh Debian armhf lacks it
 # "a|b" specs are picked by what apt offers (scripts/debian-packages.sh, shared with setup.sh)
 . "$SRC/scripts/debian-packages.sh"
 mapfile -t unmet < <(deb_unmet "${PKGS[@]}")

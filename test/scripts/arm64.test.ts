@@ -70,6 +70,12 @@ describe('scripts/check-arm64.sh', () => {
         expect(out, name).toMatch(new RegExp(`^smoke: ${name} ok `, 'm'));
       }
       expect(out).toMatch(/^smoke: naudiodon2 \(PortAudio\) ok .*host APIs \[ALSA\]/m);
+      // what setup.sh runs on a board: every part ok, ONNX Runtime loaded (not reported as missing)
+      for (const pkg of ['@discordjs/opus', 'naudiodon2', 'speaker-sys', 'koffi', 'better-sqlite3']) {
+        expect(out, pkg).toMatch(new RegExp(`^ {2}check-addons: ok +${pkg.replace('/', '\\/')} `, 'm'));
+      }
+      expect(out).toMatch(/^ {2}check-addons: ok +onnxruntime-node +the wake word engine \(openWakeWord\)$/m);
+      expect(out).not.toMatch(/^ {2}check-addons: FAILED/m);
       // The wake word engine (openWakeWord on ONNX Runtime): the phrase once, the noise never, the host's scores.
       expect(out).toMatch(/^ {2}reference: wake: "hey jarvis" .*: 1 detection\(s\)/m);
       expect(out).toMatch(/^wake: arm64 node .*openWakeWord/m);
