@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --arch) ARCH=${2:?--arch needs a value}; shift ;;
     --no-run) RUN=0 ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
