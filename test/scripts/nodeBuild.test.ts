@@ -35,7 +35,7 @@ describe('scripts/check-addons.mjs', () => {
   it('loads and uses every native addon in this Node, with the SQLite driver this Node uses', () => {
     const out = execFileSync(process.execPath, ['scripts/check-addons.mjs'], { cwd: ROOT, encoding: 'utf8' });
     const lines = out.trim().split('\n');
-    expect(lines.map((l) => l.split(/\s+/)[1])).toEqual(['@discordjs/opus', 'naudiodon2', 'speaker-sys', 'koffi', sqliteDriverFor()]);
+    expect(lines.map((l) => l.split(/\s+/)[1])).toEqual(['@discordjs/opus', 'naudiodon2', 'speaker-sys', 'onnxruntime-node', 'koffi', sqliteDriverFor()]);
     for (const l of lines) expect(l).toMatch(/^ok {6}/);
   });
 
