@@ -3,6 +3,11 @@
 # a clean copy of this checkout in /root/speaker-agent, then, inside it as root,
 #   bash scripts/setup.sh      (timed: Debian packages, npm ci with the native addons, the build)
 #   npm start                  (local companion, virtual PulseAudio devices, a scripted user; exits 0 after "demo done")
+#   bash scripts/install.sh --companion --yes   (timed; then run again: it must change nothing)
+# systemd is not PID 1 in the root (it is a chroot): install.sh installs systemd, the project in /opt, the user and
+# the units, enables them (the multi-user.target.wants links), enrolls without contacting the companion (not
+# running) and says the services start at the next boot; the check verifies each of those in the root, that the
+# real systemctl answered "offline", and that the installed addons load (scripts/check-addons.mjs in /opt).
 #
 #   scripts/check-debian-root.sh <bookworm|trixie> [--keep] [--root DIR]
 #     --keep       leave the root (DIR) on disk afterwards, to look inside (chroot DIR bash)
@@ -205,6 +210,34 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   fi
   say "setup.sh run again: nothing to install"
 
+  # The service install, in a root where systemd is installed by install.sh but is not PID 1.
+  say "bash scripts/install.sh --companion --yes   (log: $LOG_DIR/install.log)"
+  t4=$(now)
+  if ! in_root "timeout $SETUP_TIMEOUT bash scripts/install.sh --companion --yes" > "$LOG_DIR/install.log" 2>&1; then
+    tail -40 "$LOG_DIR/install.log" | sed "s/^/    /" >&2
+    fail "scripts/install.sh failed (last lines above; whole log: $LOG_DIR/install.log)"
+  fi
+  t5=$(now)
+  grep "^==>" "$LOG_DIR/install.log" | sed "s/^/    /"
+  grep -q "^==> systemd is not running here (systemctl: offline; " "$LOG_DIR/install.log" ||
+    fail "install.sh did not say that systemd is not running (log: $LOG_DIR/install.log)"
+  for u in speaker-agent speaker-agent-companion; do
+    [ -f "$ROOT/etc/systemd/system/$u.service" ] || fail "no /etc/systemd/system/$u.service"
+    [ -L "$ROOT/etc/systemd/system/multi-user.target.wants/$u.service" ] || fail "$u.service is not enabled (no multi-user.target.wants link)"
+    in_root "systemctl is-enabled $u.service" | grep -qx enabled || fail "systemctl does not report $u.service enabled"
+  done
+  in_root "id -nG speaker-agent" | tr " " "\n" | grep -qx audio || fail "the user speaker-agent is missing or not in the audio group"
+  in_root "speaker-agent enroll --check" > "$LOG_DIR/enroll-check.log" 2>&1 || fail "speaker-agent enroll --check failed (log: $LOG_DIR/enroll-check.log)"
+  in_root "cd /opt/speaker-agent && node scripts/check-addons.mjs" > "$LOG_DIR/installed-addons.log" 2>&1 ||
+    { cat "$LOG_DIR/installed-addons.log" >&2; fail "the installed addons do not load (scripts/check-addons.mjs in /opt/speaker-agent)"; }
+  echo "INSTALL_SECONDS=$(secs "$t4" "$t5")" >> "$LOG_DIR/times"
+  say "install.sh done in $(secs "$t4" "$t5") s: units enabled, not started (no systemd as PID 1), $(sed "s/:.*//" "$LOG_DIR/enroll-check.log"), the installed addons load"
+  in_root "bash scripts/install.sh --companion --yes" > "$LOG_DIR/install-again.log" 2>&1 || fail "install.sh failed when run again (log: $LOG_DIR/install-again.log)"
+  if grep -E "^==> (installing|installed|npm ci|enabling|creating|adding|building)" "$LOG_DIR/install-again.log"; then
+    fail "install.sh run again changed something (above; log: $LOG_DIR/install-again.log)"
+  fi
+  say "install.sh run again: nothing changed"
+
   if [ "$RELEASE" = bookworm ]; then
     # A fresh bookworm machine without the newer Node: setup.sh installs Debian'"'"'s nodejs (18) and must stop
     # there, saying why and what to do.
@@ -226,4 +259,4 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
 '
 # shellcheck disable=SC1091
 . "$LOG_DIR/times"
-echo "check-debian-root: OK [$RELEASE]: bash scripts/setup.sh ${SETUP_SECONDS} s, npm start -> demo done ${START_SECONDS} s"
+echo "check-debian-root: OK [$RELEASE]: bash scripts/setup.sh ${SETUP_SECONDS} s, npm start -> demo done ${START_SECONDS} s, install.sh ${INSTALL_SECONDS} s"

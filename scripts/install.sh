@@ -14,6 +14,12 @@
 #      the identity (client id + secret) is created once in /var/lib/speaker-agent and never replaced
 #   7. start (or restart when something changed)
 #
+# Where systemd is not running (`systemctl is-system-running` says offline: a chroot, a container, an image being
+# built), steps 1-6 run the same, and: the units are enabled but not started (they start at the next boot), no
+# daemon-reload, and enrollment does not contact the server (nothing there may be reachable yet; `speaker-agent
+# doctor` checks it on the booted machine). The last line says so. scripts/check-debian-root.sh proves this in a
+# fresh Debian root.
+#
 # Options:
 #   --server-url URL      the Voice Assistant Service (e.g. https://voice.example.com)
 #   --workspace-key KEY   the workspace API key (dashboard -> workspace settings)
@@ -98,7 +104,9 @@ case "$(uname -m)" in
   *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
 esac
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev libespeak-ng1 espeak-ng-data
-      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 python3 make g++ ca-certificates)
+      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 python3 make g++ ca-certificates libatomic1 systemd)
+# libatomic1: the official Node builds for armv7l (armhf) need it; a fresh Debian armhf lacks it.
+# systemd: the agent is a systemd service (every Debian / Pi OS install has it; a minimal root does not).
 # "a|b" specs are picked by what apt offers (scripts/debian-packages.sh, shared with setup.sh)
 . "$SRC/scripts/debian-packages.sh"
 mapfile -t unmet < <(deb_unmet "${PKGS[@]}")
@@ -198,6 +206,9 @@ elif ! getent group audio | cut -d: -f4 | tr ',' '\n' | grep -qxF "$SERVICE_USER
 fi
 
 # ---------- 5. systemd units ----------
+# systemd as PID 1 answers running, degraded, starting, ...; without it (chroot, container) "offline".
+SYSTEMD_STATE=$(systemctl is-system-running 2>/dev/null || true)
+case "$SYSTEMD_STATE" in offline|unknown|"") SYSTEMD_UP=0 ;; *) SYSTEMD_UP=1 ;; esac
 UNITS=(speaker-agent.service)
 [ "$COMPANION" = 1 ] && UNITS+=(speaker-agent-companion.service)
 UNITS_CHANGED=0
@@ -205,7 +216,8 @@ for u in "${UNITS[@]}"; do
   sed -e "s#/usr/bin/node#$NODE#g" -e "s#/opt/speaker-agent#$PREFIX#g" "$SRC/systemd/$u" > "$tmpunit"
   if [ -n "$(sync_file "$tmpunit" "$(R $UNITS_DIR/$u)" 644)" ]; then UNITS_CHANGED=1; say "installed $UNITS_DIR/$u"; fi
 done
-[ "$UNITS_CHANGED" = 1 ] && systemctl daemon-reload
+[ "$UNITS_CHANGED" = 1 ] && [ "$SYSTEMD_UP" = 1 ] && systemctl daemon-reload
+# `systemctl enable` only makes the [Install] links: it works without a running systemd too.
 for u in "${UNITS[@]}"; do
   systemctl is-enabled --quiet "$u" 2>/dev/null || { say "enabling $u"; systemctl enable --quiet "$u"; }
 done
@@ -242,7 +254,9 @@ else
   fi
   # The key goes through the environment, not argv (argv is world-readable in /proc).
   # `enroll` writes nothing when the values are the ones already configured and the identity exists.
-  SPEAKER_AGENT_WORKSPACE_KEY=$WORKSPACE_KEY agent enroll ${SERVER_URL:+--server-url "$SERVER_URL"} \
+  verify=()
+  [ "$SYSTEMD_UP" = 1 ] || verify=(--no-verify) # the companion is not running, the network may not be either
+  SPEAKER_AGENT_WORKSPACE_KEY=$WORKSPACE_KEY agent enroll ${SERVER_URL:+--server-url "$SERVER_URL"} "${verify[@]}" \
     || die "enrollment failed (see above); fix it and run $0 again" $?
 fi
 [ "$(snapshot_enrollment)" != "$before" ] && CHANGED=1
@@ -251,6 +265,11 @@ fi
 [ -d "$(R $STATE_DIR)" ] && chown -R "$SERVICE_USER:$SERVICE_USER" "$(R $STATE_DIR)"
 
 # ---------- 7. start ----------
+if [ "$SYSTEMD_UP" = 0 ]; then
+  say "systemd is not running here (systemctl: ${SYSTEMD_STATE:-no answer}; a chroot or a container): ${UNITS[*]} enabled, not started; they start at the next boot"
+  say "done. On the booted machine: sudo speaker-agent doctor   (logs: journalctl -u speaker-agent -f)"
+  exit 0
+fi
 if [ "$START" = 1 ]; then
   for u in "${UNITS[@]}"; do
     if ! systemctl is-active --quiet "$u"; then

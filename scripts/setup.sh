@@ -25,7 +25,8 @@ done
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev
       libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1
       pulseaudio pulseaudio-utils flite
-      python3 make g++ ca-certificates)
+      python3 make g++ ca-certificates libatomic1)
+# libatomic1: the official Node builds for armv7l (armhf) need it; a fresh Debian armhf lacks it
 # "a|b": names that differ between releases or derivatives, picked by what apt offers (scripts/debian-packages.sh).
 DEV_PKGS=("chromium|chromium-browser" sox espeak-ng systemd iproute2 procps wrk)
 [ "$DEV" = 1 ] && PKGS+=("${DEV_PKGS[@]}")

@@ -1,17 +1,17 @@
-// Step 4 of scripts/check-arm64.sh, run by the arm64 node under qemu-aarch64-static:
-//   node smoke.cjs SCRATCH OPUS_NODE
+// Step 4 of scripts/check-arm64.sh, run by the target's node under qemu-user-static (qemu-aarch64, qemu-arm):
+//   node smoke.cjs SCRATCH OPUS_NODE [ARCH KOFFI_NODE]     ARCH: process.arch expected (arm64, arm); default arm64
 // Loads every cross-built addon of SCRATCH by its file (not through the packages' fallbacks, which would hide a
 // binary that does not load) and exercises it once. Prints one line per addon; exit 1 on the first failure.
-// CommonJS, and nothing but node's built-ins and SCRATCH: it must run on the bare arm64 node.
+// CommonJS, and nothing but node's built-ins and SCRATCH: it must run on the bare node of the target.
 'use strict';
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const [work, opusFile] = process.argv.slice(2);
+const [work, opusFile, arch = 'arm64', koffiFile] = process.argv.slice(2);
 const nm = path.join(work, 'node_modules');
-assert.equal(process.arch, 'arm64', `this must run on the arm64 node, not ${process.arch}`);
+assert.equal(process.arch, arch, `this must run on the ${arch} node, not ${process.arch}`);
 
 function check(name, fn) {
   const t = process.hrtime.bigint();
@@ -86,6 +86,7 @@ check('naudiodon2 (PortAudio)', () => {
 });
 
 check('koffi', () => {
+  if (koffiFile) require(koffiFile); // the prebuilt binary itself first: koffi's index.js would try others
   const koffi = require(path.join(nm, 'koffi'));
   const libc = koffi.load('libc.so.6');
   const getpid = libc.func('int getpid()');

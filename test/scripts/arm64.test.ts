@@ -29,7 +29,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, 
   });
 }
 
-const ADDONS = ['opus', 'better-sqlite3', 'naudiodon2', 'speaker-sys', 'speaker-sys-v8', 'speaker-sys-srtp', 'koffi'];
+const ADDONS = ['opus', 'better-sqlite3', 'naudiodon2', 'speaker-sys', 'speaker-sys-v8', 'speaker-sys-srtp', 'koffi', 'onnxruntime-node', 'libonnxruntime'];
 
 describe('scripts/check-arm64.sh', () => {
   it('exits 77 with the reason on a machine where it cannot run (here: an arm64 uname)', async () => {
@@ -70,6 +70,19 @@ describe('scripts/check-arm64.sh', () => {
         expect(out, name).toMatch(new RegExp(`^smoke: ${name} ok `, 'm'));
       }
       expect(out).toMatch(/^smoke: naudiodon2 \(PortAudio\) ok .*host APIs \[ALSA\]/m);
+      // what setup.sh runs on a board: every part ok, ONNX Runtime loaded (not reported as missing)
+      for (const pkg of ['@discordjs/opus', 'naudiodon2', 'speaker-sys', 'koffi', 'better-sqlite3']) {
+        expect(out, pkg).toMatch(new RegExp(`^ {2}check-addons: ok +${pkg.replace('/', '\\/')} `, 'm'));
+      }
+      expect(out).toMatch(/^ {2}check-addons: ok +onnxruntime-node +the wake word engine \(openWakeWord\)$/m);
+      expect(out).not.toMatch(/^ {2}check-addons: FAILED/m);
+      // The wake word engine (openWakeWord on ONNX Runtime): the phrase once, the noise never, the host's scores.
+      expect(out).toMatch(/^ {2}reference: wake: "hey jarvis" .*: 1 detection\(s\)/m);
+      expect(out).toMatch(/^wake: arm64 node .*openWakeWord/m);
+      expect(out).toMatch(/^wake: noise [\d.]+ s .*: 0 detection\(s\)/m);
+      expect(out).toMatch(/^wake: "hey jarvis" .*: 1 detection\(s\), max score [\d.]+, detected end/m);
+      expect(out).toMatch(/^wake: \d+ scores vs the reference run's: largest difference/m);
+      expect(out).toMatch(/^check-arm64: wake word engine under qemu: /m);
     },
     45 * 60_000,
   );

@@ -1,7 +1,7 @@
 // scripts/install.sh in a throwaway, container-less fake root (DESTDIR), run twice: the second run changes
 // no file (the whole tree is hashed: paths, modes, contents, link targets) and makes no changing call.
 // What cannot exist here is stubbed on PATH, each named Fake* and logging its calls:
-//   FakeSystemctl (no systemd as PID 1 in a test), FakeAptGet + FakeDpkgQuery (no package installs on the
+//   FakeSystemctl (no systemd as PID 1 in a test; FAKE_SYSTEMD_STATE=offline answers as in a chroot), FakeAptGet + FakeDpkgQuery (no package installs on the
 //   test machine; the fake dpkg database starts empty so the first run must install), FakeGetent + FakeUseradd
 //   + FakeUsermod + FakeChown (the service user exists only in the fake root's /etc/passwd), FakeId (the
 //   script requires root), FakeNpm (`npm ci` would download and compile native addons for minutes: it links
@@ -33,6 +33,7 @@ verb=\${args[0]}; unit=\${args[1]:-}
 case "$verb" in
   is-enabled) grep -qxF "$unit" "$st/enabled" ;;
   is-active) grep -qxF "$unit" "$st/active" ;;
+  is-system-running) state=\${FAKE_SYSTEMD_STATE:-running}; echo "$state"; [ "$state" = running ] ;;
   enable) grep -qxF "$unit" "$st/enabled" || echo "$unit" >> "$st/enabled" ;;
   start|restart) grep -qxF "$unit" "$st/active" || echo "$unit" >> "$st/active" ;;
   disable) sed -i "/^$unit\\$/d" "$st/enabled" "$st/active" ;;
@@ -69,21 +70,23 @@ for d in "$CHECKOUT/node_modules"/* "$CHECKOUT/node_modules"/.bin; do ln -sfn "$
 rm node_modules/onnxruntime-node && cp -a "$CHECKOUT/node_modules/onnxruntime-node" node_modules/`,
 };
 
-function env(): NodeJS.ProcessEnv {
+function env(root = fakeRoot, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     ...process.env,
+    ...extra,
     PATH: `${bin}:${process.env.PATH}`,
-    DESTDIR: fakeRoot,
-    FAKE_ROOT: fakeRoot,
+    DESTDIR: root,
+    FAKE_ROOT: root,
     FAKE_LOGS: logs,
     CHECKOUT: ROOT,
     SPEAKER_AGENT_WORKSPACE_KEY: '',
   };
 }
 
-async function install(...args: string[]): Promise<{ stdout: string; stderr: string }> {
+const install = (...args: string[]) => installIn(fakeRoot, {}, ...args);
+async function installIn(root: string, extra: NodeJS.ProcessEnv, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
   try {
-    return await run('bash', [path.join(ROOT, 'scripts/install.sh'), ...args], { env: env(), timeout: 120_000 });
+    return await run('bash', [path.join(ROOT, 'scripts/install.sh'), ...args], { env: env(root, extra), timeout: 120_000 });
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
     throw new Error(`install.sh ${args[0] ?? ''} exited ${e.code}\nstdout:\n${e.stdout}\nstderr:\n${e.stderr}`);
@@ -172,7 +175,7 @@ describe('scripts/install.sh in a fake root', () => {
     const second = treeHash(fakeRoot);
     expect(second.entries).toEqual(first.entries);
     expect(second.hash).toBe(first.hash);
-    const changing = readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active)/.test(c));
+    const changing = readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active|system-running)/.test(c));
     expect(changing).toEqual([]);
     // ownership is re-asserted to the same values (chown is idempotent), never to anything new
     expect(readLog('chown.log')).toEqual(chownFirst);
@@ -186,4 +189,39 @@ describe('scripts/install.sh in a fake root', () => {
     expect(existsSync(path.join(fakeRoot, 'var/lib/speaker-agent/identity.json'))).toBe(true);
     expect(readLog('calls.log')).toEqual(expect.arrayContaining(['systemctl disable --now speaker-agent.service', 'systemctl daemon-reload']));
   }, 60_000);
+});
+
+// A chroot, a container, an image being built: systemctl answers "offline" (the real one in a Debian root does;
+// scripts/check-debian-root.sh runs install.sh in one).
+describe('scripts/install.sh where systemd is not running', () => {
+  const root = path.join(tmp, 'root-offline');
+  const offline = { FAKE_SYSTEMD_STATE: 'offline' };
+  let first: { hash: string; entries: string[] };
+
+  it('installs and enables the unit, starts nothing, enrolls without contacting the server, and says so', async () => {
+    mkdirSync(root, { recursive: true });
+    clearLogs();
+    const r = await installIn(root, offline, '--server-url', companion.url, '--workspace-key', companion.workspaceKey, '--yes');
+    expect(r.stdout).toMatch(/^==> systemd is not running here \(systemctl: offline; a chroot or a container\): speaker-agent\.service enabled, not started; they start at the next boot$/m);
+    expect(r.stdout).toMatch(/^==> done\. On the booted machine: sudo speaker-agent doctor/m);
+    const calls = readLog('calls.log');
+    expect(calls).toContain('systemctl enable --quiet speaker-agent.service');
+    expect(calls.filter((c) => /^systemctl (daemon-reload|start|restart)/.test(c))).toEqual([]);
+    expect(calls.some((c) => c.startsWith('apt-get install') && c.includes(' systemd'))).toBe(true);
+    expect(existsSync(path.join(root, 'etc/systemd/system/speaker-agent.service'))).toBe(true);
+    // configured and an identity made, but the server was not asked: it has never seen this client
+    const config = JSON.parse(readFileSync(path.join(root, 'etc/speaker-agent/config.json'), 'utf8')) as { server: { url: string } };
+    expect(config.server.url).toBe(companion.url);
+    const id = JSON.parse(readFileSync(path.join(root, 'var/lib/speaker-agent/identity.json'), 'utf8')) as { clientId: string };
+    expect(companion.server.context.db.prepare('SELECT id FROM clients WHERE id = ?').get(id.clientId)).toBeUndefined();
+    first = treeHash(root);
+  }, 180_000);
+
+  it('a second run changes nothing either', async () => {
+    clearLogs();
+    const r = await installIn(root, offline, '--server-url', companion.url, '--workspace-key', companion.workspaceKey, '--yes');
+    expect(r.stdout).toMatch(/not started; they start at the next boot/);
+    expect(treeHash(root).entries).toEqual(first.entries);
+    expect(readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active|system-running)/.test(c))).toEqual([]);
+  }, 180_000);
 });
