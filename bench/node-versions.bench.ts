@@ -1,7 +1,8 @@
 // Issue #18: the same agent build in a steady two-way call on two Node binaries, side by side in one run: the
 // Node running the bench (the machine's) and the newest LTS (.ci/run's download in .test-runtime/node-lts, or
 // BENCH_NODE_B=/path/to/node). Rounds alternate A, B, A, B... so drift of the machine's load hits both alike.
-// Per round: a fresh agent process, a call, 30 s warm-up, then CPU over 60 s and RSS at the end.
+// Per round: a fresh agent process (a private copy of each binary: the agent as the only node process), a call,
+// 30 s warm-up and the page-out of start-up code (src/common/memoryKeeper.ts), then CPU over 60 s and RSS at the end.
 // The native addons are the checkout's: Opus, PortAudio and speaker-sys are Node-API and load in both; speaker-sys's
 // V8 part may not load in the other Node's ABI (the memory keeper then uses gc(); the note says which).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -10,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
-import { BENCH_KEY as KEY, CLK_TCK, ROOT, buildAgent, cpuTicks, privateNode, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio } from './agentProcess.js';
+import { BENCH_KEY as KEY, CLK_TCK, ROOT, buildAgent, cpuTicks, pagedOut, privateNode, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,6 +59,8 @@ export async function run(): Promise<BenchRow[]> {
           pacat.stdin!.on('error', () => undefined);
           pacat.stdin!.end(Buffer.from(sineWave(700, 48_000, 100, 0.3).buffer));
           await sleep(30_000); // JIT and first GCs
+          await pagedOut(agent); // the steady state: after the one page-out of start-up code (about 60 s)
+          await sleep(5_000);
           const pid = agent.child.pid!;
           const t0 = performance.now();
           const c0 = cpuTicks(pid);
