@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
-import { BENCH_KEY as KEY, CLK_TCK, buildAgent, cpuTicks, privateNode, rssMb, spawnAgent, startVirtualAudio, stealTicks, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
+import { BENCH_KEY as KEY, CLK_TCK, buildAgent, cpuTicks, pagedOut, privateNode, rssMb, spawnAgent, startVirtualAudio, stealTicks, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -128,6 +128,33 @@ export async function run(): Promise<BenchRow[]> {
     }
     const backP50 = percentile(backs, 50);
     rows.push({ issue: '#5', metric: 'server back -> call re-established (p50 of 5)', value: backP50, unit: 'ms', target: '<= 1000 ms p50', pass: backP50 <= 1000, note: `max ${Math.max(...backs).toFixed(0)} ms` });
+    await stopAgent(a);
+    agent = undefined;
+
+    // 4. the same steady two-way call with the echo canceller on (#15: audio.duplex auto, the default) and the
+    // microphone open (listening.mode always): CPU over 60 s and RSS, after the page-out of start-up code
+    {
+      const b = spawnAgent(agentMain, peer.url, stateDir, { listening: { mode: 'always' } }, node, { SPEAKER_AGENT_DUPLEX: 'auto' });
+      agent = b;
+      await b.next(/^call connected$/, 20_000);
+      const feed = setInterval(() => void peer.playTone(peerTone).catch(() => undefined), toneSec * 1000);
+      void peer.playTone(peerTone);
+      try {
+        const paged = await pagedOut(b);
+        await sleep(5_000);
+        const bpid = b.child.pid!;
+        const t0 = performance.now();
+        const c0 = cpuTicks(bpid);
+        await sleep(60_000);
+        const pct = (((cpuTicks(bpid) - c0) / CLK_TCK) * 1000 * 100) / (performance.now() - t0);
+        const rss = rssMb(bpid);
+        const canceller = b.lines.some((l) => l.includes('echo canceller unavailable')) ? 'canceller NOT loaded' : 'canceller on';
+        rows.push({ issue: '#15', metric: 'agent CPU, steady two-way call, echo canceller on (60 s)', value: pct, unit: '% core', target: '<= 5 %', pass: pct <= 5, note: `${canceller}; the peer's tone plays (the virtual card has no echo path: see agent-echo for the canceller's work); load ${os.loadavg()[0].toFixed(1)}` });
+        rows.push({ issue: '#15', metric: 'agent RSS in that call', value: rss, unit: 'MB', target: '<= 80 MB', pass: rss <= 80, note: paged ? 'after the page-out of start-up code' : 'start-up code NOT paged out' });
+      } finally {
+        clearInterval(feed);
+      }
+    }
   } finally {
     for (const m of mic) m.kill();
     if (agent) await stopAgent(agent);
