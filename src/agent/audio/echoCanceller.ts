@@ -71,9 +71,11 @@ const BLOCK_FRAMES = 10;
  *  (the story cut, or "her" / "sorry" heard); from 20 dB on, what is sent stays under -55 dBFS. */
 const CONVERGED_DB = 20;
 /** An estimate this sure of a delay more than MOVED_MS away from the one in use, while converged, closes the gate
- *  at once (the echo path moved: the filter no longer matches it); two agreeing estimates then restart speex. */
+ *  at once (the echo path moved: the filter no longer matches it); two agreeing estimates then restart speex.
+ *  Under 3 ms the filter follows by itself (the 5 ms margin), and the estimate wobbles by 1-1.5 ms on the real
+ *  path: a gate closed for that would cut a user talking over the assistant. */
 const MOVED_CONFIDENCE = 12;
-const MOVED_MS = 1;
+const MOVED_MS = 3;
 /** blocks (of playback) the gate holds at most after a break in the echo path (checkBreaks) */
 const BREAK_HOLD_BLOCKS = 3;
 /** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
@@ -105,9 +107,6 @@ export class EchoCanceller {
   private readonly out48 = new Int16Array(FRAME_SAMPLES);
   private readonly primeMic: Int16Array;
   private readonly primeRef: Int16Array;
-  /** the last second of microphone at the processing rate (a ring, written up to micWritten) */
-  private readonly micRing: Int16Array;
-  private micWritten = 0;
   /** speex starts afresh (and is primed) before the next frame */
   private restartPending = false;
   private readonly log: Logger;
@@ -150,7 +149,6 @@ export class EchoCanceller {
     this.refAligned = new Int16Array(this.frame);
     this.primeMic = new Int16Array(this.sub);
     this.primeRef = new Int16Array(this.sub);
-    this.micRing = new Int16Array(Math.floor(this.rate / this.sub) * this.sub);
     this.log = o.logger ?? silentLogger;
   }
 
@@ -177,10 +175,8 @@ export class EchoCanceller {
     }
     this.checkBreaks();
     let out: Int16Array = mic;
-    if (this.delayInUse === undefined) this.keepMic(mic);
     if (this.delayInUse !== undefined) {
       if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin));
-      this.keepMic(mic);
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
       for (let i = 0; i < this.frame; i += this.sub) {
         this.cleaned.set(this.speex.process(mic.subarray(i, i + this.sub), this.refAligned.subarray(i, i + this.sub)), i);
@@ -231,11 +227,10 @@ export class EchoCanceller {
     const d = this.delay.current!;
     const samples = Math.round((d.delayMs * this.rate) / 1000);
     const before = this.delayInUse;
-    // Any confirmed move (the estimator confirms changes over 1 ms) starts speex afresh: a shift of even 1-2 ms
-    // (an underrun's silence not quite what the device reported) misplaces every tap, and speex, taking the
-    // sudden error for double talk, re-adapted over seconds (ERLE ~3 dB for 5 s and more on the echo room,
-    // the companion hearing its own story). A restart primed with the last second of microphone is back in
-    // ~0.4 s (prime()).
+    // A few ms the filter follows by itself (the margin; after a break in the path the gate covers it,
+    // checkBreaks); more, and the filter is misplaced: start it afresh. (Restarting on every confirmed move of
+    // 1 ms or more cost the delay-change test its 25 dB: on the real path the estimate wobbles by 1-1.5 ms.)
+    if (before !== undefined && Math.abs(samples - before) < (MOVED_MS * this.rate) / 1000) return;
     this.delayInUse = samples;
     this.counts.delayChanges++;
     this.log.info({ delayMs: d.delayMs, confidence: round1(d.confidence), beforeMs: before === undefined ? undefined : (before * 1000) / this.rate }, 'echo canceller: echo delay found');
@@ -300,19 +295,7 @@ export class EchoCanceller {
     this.restartPending = false;
     this.speex.reset();
     const n = Math.floor(this.rate / this.sub) * this.sub;
-    for (let p = refPos - n, k = 0; p < refPos; p += this.sub, k += this.sub) {
-      const at = (this.micWritten + k) % n; // the ring's oldest sample first; never written: zeros
-      this.primeMic.set(this.micRing.subarray(at, at + this.sub));
-      this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
-    }
-    this.primeMic.fill(0);
-  }
-
-  /** the microphone's last second, for prime() */
-  private keepMic(mic: Int16Array): void {
-    const n = this.micRing.length;
-    for (let i = 0; i < mic.length; i++) this.micRing[(this.micWritten + i) % n] = mic[i];
-    this.micWritten += mic.length;
+    for (let p = refPos - n; p < refPos; p += this.sub) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {

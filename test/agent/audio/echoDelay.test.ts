@@ -62,9 +62,8 @@ describe('echo delay estimation (GCC-PHAT)', () => {
     // the gate takes over at the first sure estimate of the new delay, before two of them agree
     expect(states[1].reason).toMatch(/echo path moved: 150 ms found/);
     expect(states[1].atMs - 10_000).toBeLessThanOrEqual(2000);
-    // re-tracked and re-converged: from the change to the canceller cancelling again (speex restarted, primed
-    // with the last second of microphone against the new alignment)
-    expect(states[2].atMs - 10_000).toBeLessThanOrEqual(2000);
+    // re-tracked and re-converged: from the change to the canceller cancelling again
+    expect(states[2].atMs - 10_000).toBeLessThanOrEqual(4000);
     expect(aec.stats().delayMs).toBeCloseTo(150, 0);
     expect(aec.stats().delayChanges).toBe(2);
     aec.close();
