@@ -59,11 +59,13 @@ describe('echo delay estimation (GCC-PHAT)', () => {
     aec.onState = (state, reason) => states.push({ state, reason, atMs: Number(clock.ns - 1_000_000_000_000n) / 1e6 });
     runCall(far, room.mic, reference, (f, at) => aec.process(f, at), clock);
     expect(states.map((s) => s.state)).toEqual(['converged', 'converging', 'converged']);
-    expect(states[1].reason).toMatch(/delay changed from 87 to 150/);
+    // the gate takes over at the first sure estimate of the new delay, before two of them agree
+    expect(states[1].reason).toMatch(/echo path moved: 150 ms found/);
     expect(states[1].atMs - 10_000).toBeLessThanOrEqual(2000);
     // re-tracked and re-converged: from the change to the canceller cancelling again
     expect(states[2].atMs - 10_000).toBeLessThanOrEqual(4000);
     expect(aec.stats().delayMs).toBeCloseTo(150, 0);
+    expect(aec.stats().delayChanges).toBe(2);
     aec.close();
   });
 
@@ -175,10 +177,13 @@ describe('an underrun on the speaker', () => {
     return { states, stats, erleAfter: energyRatioDb(room.mic, sent, 10.15 * S, 11.15 * S) };
   }
 
-  it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no gate', () => {
+  it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no restart (the gate only until the filter proves itself again)', () => {
     const told = underrun(true);
     expect(told.stats.delayChanges).toBe(1);
-    expect(told.states).toEqual(['converged']);
+    expect(told.stats.resets).toBe(0);
+    // a real sound server's silence is not always what the device reports (echoCanceller.ts checkBreaks): the
+    // gate for two good blocks
+    expect(told.states).toEqual(['converged', 'converging', 'converged']);
     expect(told.erleAfter).toBeGreaterThanOrEqual(25);
     // without it the echo moves 40 ms and the canceller must find it again (so the check above can fail)
     const blind = underrun(false);
