@@ -1,8 +1,8 @@
 // `run --demo`: a scripted user speaks into the virtual microphone once the call is up ("set the volume to
 // forty percent", synthesised offline with flite or espeak-ng and played into the mic sink with paplay),
 // then the demo waits for the function call and the assistant's reply, and reports success.
-// Listening (issue #16): with the wake word engine ready the user says the wake word first, then, after a breath,
-// ("computer, set the volume..."); without one (mode manual, or the engine did not load) the demo presses the
+// Listening (issue #16): with the wake word engine ready the user says the wake word first, then the command after
+// a breath ("hey jarvis. set the volume..."); without one (mode manual, or the engine did not load) the demo presses the
 // push-to-talk button (agent.listen(), what `speaker-agent listen` does) just before speaking.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
