@@ -4,7 +4,8 @@
 //   over sensitivities. These scans run the spotter directly, faster than real time (same spotter, same
 //   threshold as the engine); the curve's false-accept column uses the first WAKE_BENCH_CURVE_FRACTION (default
 //   15 %, about 20 minutes) of each non-wake segment, the default sensitivity's row the whole set.
-// - the anchor, side by side on the same clips: pocketsphinx (the other engine) for the same phrase.
+// - the anchor, side by side on the same clips: pocketsphinx (the other engine) for the same phrase; and the phrase
+//   model without its verifier (wakeVerifier.ts).
 // - in real time through the engine (worker thread, 20 ms frames, one message each): detection latency (phrase end -> event, p50),
 //   CPU of the engine while idle (room noise, no speech) as % of one core, RSS added by the loaded engine.
 // Env: WAKE_BENCH_QUICK=1 shortens everything (development); WAKE_BENCH_ONLY=realtime runs only the real-time part;
@@ -14,6 +15,7 @@ import { percentile, type BenchRow } from './table.js';
 import { KeyphraseSpotter, type Detection } from '../src/agent/wake/keyphraseSpotter.js';
 import { OpenWakeWordSpotter, phraseModelFor, sensitivityToThreshold } from '../src/agent/wake/openWakeWord.js';
 import { sensitivityToSearch } from '../src/agent/wake/pocketsphinxWake.js';
+import { verifierFor } from '../src/agent/wake/wakeVerifier.js';
 import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, openWakeWordEngine, type WakeEvent } from '../src/agent/wake/wakeWord.js';
 import { resample } from '../src/common/audio/resample.js';
 import { silentLogger } from '../src/common/logger.js';
@@ -33,8 +35,8 @@ interface Scanner {
   close(): void;
 }
 
-async function makeScanner(engine: Engine, sensitivity: number): Promise<Scanner> {
-  if (engine === 'openwakeword') return OpenWakeWordSpotter.open({ phrase: PHRASE, model: phraseModelFor(PHRASE)!, threshold: sensitivityToThreshold(sensitivity) });
+async function makeScanner(engine: Engine, sensitivity: number, verify = true): Promise<Scanner> {
+  if (engine === 'openwakeword') return OpenWakeWordSpotter.open({ phrase: PHRASE, model: phraseModelFor(PHRASE)!, threshold: sensitivityToThreshold(sensitivity), verify });
   return new KeyphraseSpotter({ phrase: PHRASE, ...sensitivityToSearch(sensitivity) });
 }
 
@@ -45,8 +47,8 @@ function setting(engine: Engine, sensitivity: number): string {
 }
 
 /** Accept rate of a fresh spotter (it counts samples from its start) over the clips. */
-async function acceptRate(engine: Engine, sensitivity: number, clips: WakeClip[]): Promise<{ rate: number; hits: number; misses: string[] }> {
-  const spotter = await makeScanner(engine, sensitivity);
+async function acceptRate(engine: Engine, sensitivity: number, clips: WakeClip[], verify = true): Promise<{ rate: number; hits: number; misses: string[] }> {
+  const spotter = await makeScanner(engine, sensitivity, verify);
   const misses: string[] = [];
   let hits = 0;
   let base = 0;
@@ -62,8 +64,8 @@ async function acceptRate(engine: Engine, sensitivity: number, clips: WakeClip[]
 
 /** False accepts of a fresh spotter over the held-out non-wake set, or over the first `fraction` of each of its
  *  segments (a sample with the whole set's mix of narration, similar phrases, noise and music). */
-async function falseAccepts(engine: Engine, sensitivity: number, fraction = 1): Promise<{ count: number; hours: number; where: string[]; similar: number }> {
-  const spotter = await makeScanner(engine, sensitivity);
+async function falseAccepts(engine: Engine, sensitivity: number, fraction = 1, verify = true): Promise<{ count: number; hours: number; where: string[]; similar: number }> {
+  const spotter = await makeScanner(engine, sensitivity, verify);
   let count = 0;
   let similar = 0;
   let samples = 0;
@@ -104,6 +106,12 @@ export async function run(): Promise<BenchRow[]> {
     const fa = await falseAccepts(ENGINE, DEFAULT_WAKE_SENSITIVITY, QUICK ? CURVE_FRACTION : 1);
     const scanSec = (performance.now() - t0) / 1000;
     rows.push({ issue: ISSUE, metric: 'wake: false accepts per hour of held-out non-wake audio', value: +(fa.count / fa.hours).toFixed(2), unit: '/h', target: '<= 0.5 /h', pass: fa.count / fa.hours <= 0.5 && fa.hours >= 2, note: `${fa.count} in ${fa.hours.toFixed(2)} h (narrations at 10/20 dB SNR, similar phrases, noise, music), ${fa.similar} of them on similar phrases (without those: ${((fa.count - fa.similar) / fa.hours).toFixed(2)}/h)${fa.where.length ? `: ${fa.where.join('; ')}` : ''}` });
+    // side by side: the phrase model alone, without its second stage (src/agent/wake/wakeVerifier.ts)
+    if (ENGINE === 'openwakeword' && verifierFor(phraseModelFor(PHRASE)!)) {
+      const alone = await falseAccepts(ENGINE, DEFAULT_WAKE_SENSITIVITY, QUICK ? CURVE_FRACTION : 1, false);
+      const r = await acceptRate(ENGINE, DEFAULT_WAKE_SENSITIVITY, at10, false);
+      rows.push({ issue: ISSUE, metric: 'wake: false accepts per hour without the verifier (phrase model alone)', value: +(alone.count / alone.hours).toFixed(2), unit: '/h', note: `${alone.count} in ${alone.hours.toFixed(2)} h, ${alone.similar} on similar phrases; accept rate at 10 dB ${(r.rate * 100).toFixed(1)} %${alone.where.length ? `: ${alone.where.join('; ')}` : ''}` });
+    }
     rows.push({ issue: ISSUE, metric: 'wake: spotter real-time factor (scan)', value: +(scanSec / (fa.hours * 3600)).toFixed(4), unit: 'x', note: `CPU s per audio s in one thread, load ${loadavg()[0].toFixed(1)}` });
   }
 

@@ -27,6 +27,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { AgentError } from '../errors.js';
 import type { Detection } from './keyphraseSpotter.js';
+import { verifierFor, type WakeVerifier } from './wakeVerifier.js';
 
 const require = createRequire(import.meta.url);
 
@@ -103,7 +104,13 @@ export interface OpenWakeWordOptions {
   model: string;
   /** score 0..1 needed for a detection */
   threshold: number;
+  /** the second stage for a built-in phrase model (wakeVerifier.ts): default on where one ships; false runs the
+   *  phrase model alone (benchmarks compare the two) */
+  verify?: boolean;
 }
+
+/** One computed step, for tools that train a verifier on the engine's own features. */
+export type StepObserver = (score: number, embeddings: Float32Array, endSample: number) => void;
 
 export class OpenWakeWordSpotter {
   /** samples given since the start */
@@ -126,6 +133,10 @@ export class OpenWakeWordSpotter {
   private asleep = false;
   /** steps actually computed (the rest slept): for benchmarks */
   computedSteps = 0;
+  /** steps over the threshold that the verifier turned down: for benchmarks */
+  vetoedSteps = 0;
+  /** sees every step (training tools) */
+  observer?: StepObserver;
 
   private constructor(
     private readonly ort: Ort,
@@ -134,6 +145,7 @@ export class OpenWakeWordSpotter {
     private readonly phraseModel: Session,
     readonly phrase: string,
     private readonly threshold: number,
+    readonly verifier: WakeVerifier | undefined,
   ) {}
 
   static async open(o: OpenWakeWordOptions): Promise<OpenWakeWordSpotter> {
@@ -157,7 +169,8 @@ export class OpenWakeWordSpotter {
     if (shape && 'shape' in shape && Array.isArray(shape.shape) && (shape.shape[1] !== EMBEDDINGS || shape.shape[2] !== EMBEDDING)) {
       throw new AgentError('config_invalid', `wake word model ${o.model} takes input ${JSON.stringify(shape.shape)}, not openWakeWord's [1, ${EMBEDDINGS}, ${EMBEDDING}]`);
     }
-    const spotter = new OpenWakeWordSpotter(ort, melModel, embeddingModel, phraseModel, normalisePhrase(o.phrase), o.threshold);
+    const verifier = o.verify === false ? undefined : verifierFor(o.model);
+    const spotter = new OpenWakeWordSpotter(ort, melModel, embeddingModel, phraseModel, normalisePhrase(o.phrase), o.threshold, verifier);
     await spotter.warmUp();
     return spotter;
   }
@@ -189,10 +202,11 @@ export class OpenWakeWordSpotter {
       this.pendingN = 0;
       const score = await this.gatedStep(this.pending);
       scores?.push(score);
+      this.observer?.(score, this.embeddings, this.fed);
       this.recent.push(score);
       if (this.recent.length > REFRACTORY_STEPS) this.recent.shift();
       if (this.refractory > 0) this.refractory--;
-      else if (score >= this.threshold) {
+      else if (score >= this.threshold && this.verified()) {
         this.refractory = REFRACTORY_STEPS;
         let back = 0; // steps from the first step of the rise to this one
         for (let k = Math.min(RISE_STEPS, this.recent.length - 1); k > 0; k--) {
@@ -205,6 +219,14 @@ export class OpenWakeWordSpotter {
       }
     }
     return out;
+  }
+
+  /** The second stage's word on the window that just passed the threshold (no verifier: yes). Turned down, the
+   *  next steps are still looked at: the phrase keeps scoring for a few of them, its window better centred. */
+  private verified(): boolean {
+    if (!this.verifier || this.verifier.accepts(this.embeddings)) return true;
+    this.vetoedSteps++;
+    return false;
   }
 
   /** A step through the pipeline, or none while asleep (see the header). */
