@@ -4,8 +4,9 @@
 //
 // Requests go through node:http/https, not fetch: Node's fetch (undici, its HTTP parser compiled to WebAssembly)
 // costs a long-running process ~9 MB of memory for the three small requests a call needs (measured on Node 20).
-import http, { type IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import { http } from '../common/nodeHttp.js';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
 import { parseRealtimeErrorBody } from '../protocol/realtimeErrors.js';
 import { CLIENT_REJECTED_CODES, parseRestErrorBody } from '../protocol/restErrors.js';

@@ -4,11 +4,12 @@
 // Issue #16: GET /events streams the listening state as JSON lines (one per change, the current state first;
 // for LEDs: `status --follow`), and POST /listen, /stop, /mic/off, /mic/on drive it (buttons, scripts).
 import { promises as fs } from 'node:fs';
-import http from 'node:http';
+import type { ServerResponse } from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { CodedError } from '../common/errors.js';
+import { http } from '../common/nodeHttp.js';
 import { processVariable } from '../common/processEnv.js';
 
 export const STATUS_SOCKET_NAME = 'status.sock';
@@ -125,7 +126,7 @@ export async function startStatusServer(opts: StatusServerOptions): Promise<Stat
 }
 
 /** Chunked JSON lines until the client goes; a client that does not read is dropped rather than buffered. */
-function streamEvents(res: http.ServerResponse, events: NonNullable<StatusServerOptions['events']>): void {
+function streamEvents(res: ServerResponse, events: NonNullable<StatusServerOptions['events']>): void {
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
   res.socket?.setNoDelay(true);
   const send = (e: unknown) => {

@@ -1,6 +1,6 @@
 // Reads the running daemon's status from its unix socket (src/agent/statusServer.ts).
-import http from 'node:http';
 import { AgentError } from '../agent/errors.js';
+import { http } from '../common/nodeHttp.js';
 
 export interface StatusReadResult {
   socketPath: string;

@@ -11,10 +11,11 @@
 // once a minute in a call.
 //
 // Once, when the process has run for `pageOutAfterMs` and `pageOutWhen()` says it is a quiet moment, it hands the
-// resident pages of its read-only file mappings back to the kernel (speaker-sys pageOutFileMappings, madvise
-// MADV_PAGEOUT): node's start-up code and V8's snapshot, ONNX Runtime's kernel registration, the libraries' init
-// code, which never run again but stay resident (issues #15/#16/#18: ~30-40 MB of the agent's RSS). The code still
-// in use faults back in within a second; that is why it waits for a quiet moment (no conversation).
+// resident pages of its read-only file mappings back to the kernel (speaker-sys pageOutFileMappings: madvise
+// MADV_DONTNEED, then the page cache; not MADV_PAGEOUT, which does nothing to files the service's user cannot
+// write): node's start-up code and V8's snapshot, ONNX Runtime's kernel registration, the libraries' init code,
+// which never run again but stay resident (issues #15/#16/#18: ~30-40 MB of the agent's RSS). The code still in
+// use faults back in within a second; that is why it waits for a quiet moment (no conversation).
 import { createRequire } from 'node:module';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -75,7 +76,7 @@ export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
     trim(); // what start-up freed inside malloc's arenas (ONNX Runtime's model loading: several MB) goes too
     const r = pageOut!();
     pagedOutBytes = r > 0 ? r : -1;
-    if (r < 0) log.info({ errno: -r }, 'memory keeper: the kernel cannot page out file mappings (Linux 5.4+ can); skipped');
+    if (r < 0) log.info({ errno: -r }, 'memory keeper: file mappings not paged out (/proc/self/smaps unreadable); skipped');
     else log.info({ mappedMb: Math.round(r / 1048576), rssBeforeMb: +(rss0 / 1048576).toFixed(1), rssAfterMb: +(process.memoryUsage.rss() / 1048576).toFixed(1) }, 'memory keeper: start-up code paged out');
   };
 

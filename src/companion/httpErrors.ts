@@ -3,10 +3,10 @@
 // what the routes throw, what Fastify raises before a route runs (a bad percent-escape, an over-long path
 // parameter: frameworkErrors), routes that do not exist, and what Node's HTTP parser rejects before Fastify sees a
 // request (headers over 16 KiB, unparseable HTTP, a request timeout: clientError, answered on the raw socket).
-import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../common/logger.js';
+import { http } from '../common/nodeHttp.js';
 import { realtimeErrorBody, REALTIME_ERRORS, type RealtimeErrorCode } from '../protocol/realtimeErrors.js';
 import { RestError } from '../protocol/restErrors.js';
 import { toRestError } from './routes/restErrors.js';

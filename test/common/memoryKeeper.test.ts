@@ -137,22 +137,32 @@ describe('memory keeper', () => {
   });
 
   // A child process with its own copy of the node binary: the kernel pages out only pages no other process maps,
-  // and every vitest worker maps /usr/bin/node (on a speaker the agent is the one node process).
-  it('real pageOutFileMappings: the resident code of node and its libraries leaves, and what runs comes back', async () => {
+  // and every vitest worker maps /usr/bin/node (on a speaker the agent is the one node process). The service runs
+  // as its own user, who cannot write /usr/bin/node: MADV_PAGEOUT silently left such files' pages resident (a
+  // root-owned copy run as nobody shows it; the old call freed 0 of 30 MB there).
+  const asRoot = process.getuid?.() === 0;
+  it.each([
+    ['the running user', undefined],
+    ['a user who cannot write the node binary (the service user)', 65534],
+  ] as const)('real pageOutFileMappings as %s: the resident code of node and its libraries leaves, and what runs comes back', async (_who, uid) => {
+    if (uid !== undefined && !asRoot) return; // only root can start a process as another user
     const { execFileSync } = await import('node:child_process');
     const { copyFileSync, mkdtempSync, rmSync } = await import('node:fs');
     const dir = mkdtempSync('/tmp/pageout-');
+    chmodSync(dir, 0o755);
     const node = `${dir}/node`;
     copyFileSync(process.execPath, node);
     chmodSync(node, 0o755);
+    // the checkout's own build (node_modules/speaker-sys links to it in a checkout)
+    const sysPath = new URL('../../vendor/speaker-sys/index.js', import.meta.url).pathname;
     const out = execFileSync(node, ['-e', `
-      const sys = require(${JSON.stringify(createRequire(import.meta.url).resolve('speaker-sys'))});
+      const sys = require(${JSON.stringify(sysPath)});
       const fileRss = () => process.memoryUsage.rss() / 1048576;
       const before = fileRss();
       const advised = sys.pageOutFileMappings();
       const after = fileRss();
       let x = 0; for (let i = 0; i < 1e6; i++) x += JSON.stringify({ i }).length; // code runs again
-      console.log(JSON.stringify({ before, advised, after, again: fileRss(), x }));`]).toString();
+      console.log(JSON.stringify({ before, advised, after, again: fileRss(), x }));`], uid === undefined ? {} : { uid, gid: uid, cwd: dir }).toString();
     rmSync(dir, { recursive: true, force: true });
     const r = JSON.parse(out) as { before: number; advised: number; after: number; again: number; x: number };
     expect(r.advised).toBeGreaterThan(20 * MB); // node's own binary is larger than that

@@ -6,9 +6,10 @@ export function dup2(from: number, to: number): void;
 export function sendDatagram(addr: Buffer, addrLen: number, message: Buffer): number;
 /** glibc's malloc_trim(0): returns free memory inside malloc's arenas to the kernel; true when some was. */
 export function mallocTrim(): boolean;
-/** madvise(MADV_PAGEOUT) on every read-only file mapping (code and constants of node and its libraries): their
- *  resident pages go back to the kernel and fault in again when used. Bytes of mappings advised, or -errno
- *  (-EINVAL: a kernel before 5.4). */
+/** Every read-only file mapping without copied-on-write pages (code and constants of node and its libraries):
+ *  its resident pages go back to the kernel (madvise MADV_DONTNEED, then the files' pages no process maps leave the
+ *  page cache) and fault in again, page by page (MADV_RANDOM), when used. Bytes of mappings advised, or -errno
+ *  (/proc/self/smaps unreadable). */
 export function pageOutFileMappings(): number;
 /** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap.
  *  Undefined when this node's V8 lacks the call (a separate addon, see src/v8_memory.cc). */

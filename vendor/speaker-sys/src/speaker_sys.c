@@ -8,9 +8,9 @@
 // throw an Error with `code` set to the errno name; sendDatagram returns -errno (a lost notification is
 // reported by the caller, never thrown). mallocTrim is glibc's malloc_trim(0): free memory inside malloc's arenas
 // (not only at their top) goes back to the kernel; elsewhere (musl) it does nothing and returns false.
-// pageOutFileMappings asks the kernel (madvise MADV_PAGEOUT, Linux 5.4+) to reclaim the resident pages of every
-// read-only file mapping of the process (the code and constants of node and its libraries): start-up code that
-// never runs again leaves memory, the code still in use faults back in from the page cache or the disk.
+// pageOutFileMappings hands the kernel back the resident pages of every read-only file mapping of the process (the
+// code and constants of node and its libraries): start-up code that never runs again leaves memory, the code still
+// in use faults back in, page by page, from the disk. See PageOutFileMappings for how.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include <malloc.h>
 #endif
 #include <stdio.h>
+#include <stdlib.h>
 #include <node_api.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -117,30 +118,81 @@ static napi_value MallocTrim(napi_env env, napi_callback_info info) {
   return result;
 }
 
-#ifndef MADV_PAGEOUT
-#define MADV_PAGEOUT 21
-#endif
+// One read-only, private file mapping without copied-on-write pages (those would be lost: relocated data).
+struct ro_mapping {
+  unsigned long start, end;
+  char path[512];
+};
 
-static napi_value PageOutFileMappings(napi_env env, napi_callback_info info) {
-  (void)info;
-  double bytes = 0;
-  int err = 0;
-  FILE* maps = fopen("/proc/self/maps", "re");
-  if (!maps) err = errno;
+// Reads /proc/self/smaps: the mappings to hand back (r--p or r-xp of a file, Anonymous 0 kB). -errno on failure.
+static long ro_file_mappings(struct ro_mapping** out) {
+  FILE* smaps = fopen("/proc/self/smaps", "re");
+  if (!smaps) return -errno;
+  struct ro_mapping* list = NULL;
+  long n = 0, cap = 0;
+  int candidate = 0;
+  struct ro_mapping cur;
   char line[4096];
-  while (maps && fgets(line, sizeof line, maps)) {
-    unsigned long start, end;
+  while (fgets(line, sizeof line, smaps)) {
+    unsigned long start, end, offset;
     char perms[5];
     int pathAt = 0;
-    // "start-end perms offset dev inode path": only mappings of a file (path starts with '/'), read-only
-    if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, perms, &pathAt) < 3 || pathAt == 0) continue;
-    if (line[pathAt] != '/' || perms[1] != '-' || perms[0] != 'r') continue;
-    if (madvise((void*)start, end - start, MADV_PAGEOUT) == 0) bytes += (double)(end - start);
-    else if (errno == EINVAL && bytes == 0) { err = EINVAL; break; } // a kernel older than 5.4
+    // a mapping's first line: "start-end perms offset dev inode path"
+    if (sscanf(line, "%lx-%lx %4s %lx %*s %*s %n", &start, &end, perms, &offset, &pathAt) >= 4 && pathAt > 0) {
+      line[strcspn(line, "\n")] = 0;
+      candidate = line[pathAt] == '/' && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p' &&
+                  strlen(line + pathAt) < sizeof cur.path;
+      if (candidate) {
+        cur.start = start;
+        cur.end = end;
+        strcpy(cur.path, line + pathAt);
+      }
+      continue;
+    }
+    unsigned long anon;
+    if (candidate && sscanf(line, "Anonymous: %lu kB", &anon) == 1) {
+      candidate = 0;
+      if (anon != 0) continue;
+      if (n == cap) {
+        struct ro_mapping* grown = realloc(list, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *list);
+        if (!grown) break;
+        list = grown;
+      }
+      list[n++] = cur;
+    }
   }
-  if (maps) fclose(maps);
+  fclose(smaps);
+  *out = list;
+  return n;
+}
+
+// Not MADV_PAGEOUT: the kernel pages out a file's pages only for a process that may write the file (a side-channel
+// fix, Linux 6.x), so for the agent's user and a root-owned /usr/bin/node it silently did nothing. MADV_DONTNEED
+// unmaps any mapping of our own; then the file range's pages no process maps leave the page cache
+// (POSIX_FADV_DONTNEED), else the kernel would map them again around each fault ("fault-around", 64 KB).
+static napi_value PageOutFileMappings(napi_env env, napi_callback_info info) {
+  (void)info;
+  struct ro_mapping* list = NULL;
+  long n = ro_file_mappings(&list);
+  double bytes = 0;
+  for (long i = 0; i < n; i++) {
+    void* addr = (void*)list[i].start;
+    size_t len = list[i].end - list[i].start;
+    madvise(addr, len, MADV_RANDOM); // a refault reads its one page, not the pages around it
+    if (madvise(addr, len, MADV_DONTNEED) == 0) bytes += (double)len;
+  }
+  // then each file once, now that none of its pages is mapped here: the whole file, for node reads parts of its
+  // own binary at start that no mapping covers
+  for (long i = 0; i < n; i++) {
+    if (i > 0 && strcmp(list[i].path, list[i - 1].path) == 0) continue;
+    int fd = open(list[i].path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue; // " (deleted)" and the like: only the cache stays
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  free(list);
   napi_value result;
-  napi_create_double(env, err ? -err : bytes, &result);
+  napi_create_double(env, n < 0 ? (double)n : bytes, &result);
   return result;
 }
 
