@@ -31,6 +31,7 @@ import { percentile, type BenchRow } from './table.js';
 
 const execFileAsync = promisify(execFile);
 const ROUNDS = Number(process.env.LISTEN_BENCH_ROUNDS ?? 20);
+const PROCESS_WAKE_ROUNDS = Number(process.env.LISTEN_BENCH_PROCESS_WAKE_ROUNDS ?? 8);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** parec on a source (default speaker.monitor) with each chunk's arrival time: a sample's time is its chunk's
@@ -222,7 +223,11 @@ export async function run(): Promise<BenchRow[]> {
       ...(process.env.LISTEN_BENCH_DUPLEX ? { audio: { duplex: process.env.LISTEN_BENCH_DUPLEX } } : {}),
     }),
     identity: (await ensureIdentity(path.join(tmp, 'state'))).identity,
-    audio: new PortAudioBackend(),
+    audio: new PortAudioBackend({
+      // for A/B runs of the device buffering (defaults: portAudioBackend.ts)
+      outputLatencyMs: process.env.LISTEN_BENCH_OUTPUT_LATENCY_MS ? Number(process.env.LISTEN_BENCH_OUTPUT_LATENCY_MS) : undefined,
+      captureFramesPerBuffer: process.env.LISTEN_BENCH_CAPTURE_FRAMES ? Number(process.env.LISTEN_BENCH_CAPTURE_FRAMES) : undefined,
+    }),
     mixer: new AmixerMixer({ card: 'default', control: 'Master' }),
     logger: createLogger({ level: 'silent' }),
     wakeEngineFactory: async (o) => (wake = new RecordingWake(withEngine ? await openWakeWordEngine(o) : undefined)),
@@ -262,10 +267,11 @@ export async function run(): Promise<BenchRow[]> {
     await agent.stop();
     const procs: BenchRow[] = [];
     let engineDelay: number[] = [];
+    const processTotal: number[] = [];
     const main = await buildAgent();
     const node = privateNode(); // measured as the only node process on the board (agentProcess.ts, privateNode)
     for (const mode of ['wake', 'always'] as const) {
-      const a = spawnAgent(main, peer.url, path.join(tmp, `state-${mode}`), { listening: { mode } }, node);
+      const a = spawnAgent(main, peer.url, path.join(tmp, `state-${mode}`), { listening: { mode, silenceMs: 1_000 } }, node);
       try {
         await a.next(/^call connected$/, 30_000).catch((err: Error) => {
           throw new Error(`${err.message.slice(0, 60)}; log: ${a.lines.map((l) => /"msg":"([^"]*)/.exec(l)?.[1]).join(' | ')}`);
@@ -282,19 +288,32 @@ export async function run(): Promise<BenchRow[]> {
         const engine = a.lines.some((l) => l.includes('wake word engine ready')) ? 'engine loaded' : 'engine NOT loaded (unavailable)';
         const rss = rssMb(a.child.pid!);
         if (mode === 'wake') {
-          // the real engine's delay: the wake phrase played into the microphone, "wake word heard" logs how long
-          // after the end it placed (its estimate is ~0.1 s late on flite's voice: the true delay is a bit longer)
-          const wav = path.join(tmp, 'wake.wav');
-          execFileSync('flite', ['-voice', 'slt', '-t', 'hey jarvis', '-o', wav]);
+          // The issue's metric on the agent as installed (after the page-out of start-up code): the wake phrase
+          // played into the microphone, its true end (microphone source) -> the earcon audible (speaker.monitor);
+          // and the engine's own figure, "wake word heard" logs how long after the end it placed it heard it.
+          const wavs = wakeWavs(tmp);
+          const mic = monitor('mic');
+          const spk = monitor('speaker.monitor');
+          await sleep(500);
           const heard: number[] = [];
-          for (let i = 0; i < 6; i++) {
-            const seen = a.next(/^wake word heard$/, 6_000).catch(() => undefined);
-            execFileSync('paplay', ['-d', 'mic_in', wav], { env: process.env });
-            await seen;
-            const line = a.lines.filter((l) => l.includes('"wake word heard"')).at(i);
-            const ms = line ? Number(/"heardAfterMs":(\d+)/.exec(line)?.[1]) : NaN;
-            if (Number.isFinite(ms)) heard.push(ms);
-            await sleep(2_000); // "heard" is logged whether or not listening was already open
+          try {
+            for (let i = 0; i < PROCESS_WAKE_ROUNDS; i++) {
+              const t0 = process.hrtime.bigint();
+              const seen = a.next(/^wake word heard$/, 6_000).catch(() => undefined);
+              await execFileAsync('paplay', ['-d', 'mic_in', wavs[i % wavs.length]], { env: process.env });
+              await seen;
+              await sleep(500);
+              const trueEnd = mic.lastAudibleBetween(t0, process.hrtime.bigint(), END_LEVEL);
+              const audible = trueEnd === undefined ? undefined : spk.firstAudibleAfter(trueEnd - 300_000_000n);
+              if (trueEnd !== undefined && audible !== undefined && audible > trueEnd - 300_000_000n) processTotal.push(Number(audible - trueEnd) / 1e6);
+              const line = a.lines.filter((l) => l.includes('"wake word heard"')).at(-1);
+              const ms = line ? Number(/"heardAfterMs":(-?\d+)/.exec(line)?.[1]) : NaN;
+              if (Number.isFinite(ms)) heard.push(ms);
+              await sleep(2_500); // listening falls back to idle after 1 s of silence (its "closed" earcon)
+            }
+          } finally {
+            mic.stop();
+            spk.stop();
           }
           engineDelay = heard;
           procs.push({ issue: '#16', metric: 'idle agent process CPU, mode wake', value: pct, unit: '% core', target: '<= 4 %', pass: pct <= 4, note: `20 s, call up, ${engine}` });
@@ -311,8 +330,8 @@ export async function run(): Promise<BenchRow[]> {
     return [
       ...latency,
       ...procs,
-      { issue: '#16', metric: 'real engine: end of the wake word -> heard (p50)', value: d50, unit: 'ms', note: `${engineDelay.length} of 6 heard (${engineDelay.join('/')} ms); from the engine's own placement of the end` },
-      { issue: '#16', metric: 'end of the wake word -> earcon audible (p50, sum of the two)', value: d50 + p50, unit: 'ms', target: '<= 150 ms', pass: d50 + p50 <= 150, note: 'engine delay p50 + event -> earcon p50' },
+      { issue: '#16', metric: 'wake word end -> earcon audible, agent process as installed (p50)', value: percentile(processTotal, 50), unit: 'ms', target: '<= 150 ms', pass: percentile(processTotal, 50) <= 150, note: `p90 ${percentile(processTotal, 90).toFixed(0)} ms; ${processTotal.length} of ${PROCESS_WAKE_ROUNDS} (${processTotal.map((x) => x.toFixed(0)).join('/')}); the bundle with the unit's flags, after the page-out; true end on the microphone source -> first earcon sample on speaker.monitor` },
+      { issue: '#16', metric: 'real engine in that process: its placed end -> heard (p50)', value: d50, unit: 'ms', note: `${engineDelay.length} of ${PROCESS_WAKE_ROUNDS} (${engineDelay.join('/')} ms); "wake word heard" in its log, from the engine's own placement of the end` },
       { issue: '#16', metric: 'wake event -> earcon audible on the speaker (p50)', value: p50, unit: 'ms', target: '<= 150 ms', pass: p50 <= 150, note: `${onSpeaker.length} rounds, ${missed} not heard; scripted wake event: the engine's own delay after the wake word is not included` },
       { issue: '#16', metric: 'wake event -> earcon audible on the speaker (p95)', value: percentile(onSpeaker, 95), unit: 'ms', note: 'virtual card: PortAudio + PulseAudio buffers, parec <= 10 ms' },
       { issue: '#16', metric: 'wake event -> first earcon frame written (p50)', value: percentile(written, 50), unit: 'ms', target: '<= 100 ms', pass: percentile(written, 50) <= 100, note: 'mixed into the downlink\'s next frame' },
