@@ -7,7 +7,7 @@
 // which V8 collects only after it has grown by several MB; glibc then keeps the Buffers' freed memory in holes
 // inside its arenas, returning only an arena's top by itself. Both showed as resident memory climbing through a
 // 10-minute call (issue #5: no growth). The collection is V8's incremental one (speaker-sys memoryPressure():
-// marking in steps, pauses of 9-16 ms measured on a busy 2-core machine; the sound card buffers 60 ms), about
+// marking in steps, pauses of 9-16 ms measured on a busy 2-core machine; the sound card buffers 40 ms), about
 // once a minute in a call.
 //
 // Once, when the process has run for `pageOutAfterMs` and `pageOutWhen()` says it is a quiet moment, it hands the
