@@ -78,9 +78,10 @@ export interface PortAudioOptions {
    * Device buffer (PortAudio suggested latency) for playback and capture, in ms. The PulseAudio/PipeWire ALSA
    * plugins report a default of 0, whose tiny buffer underruns constantly on a busy board. Default 40 / 40 (two
    * 20 ms periods is the least ALSA works with for capture). Playback had 60: 40 makes everything played 20 ms
-   * sooner (#16: the wake word's earcon, written -> audible 77.8 -> 57.7 ms p50 on the virtual card) and underran
-   * no more on the loaded 2-core machine (bench agent-audio, AUDIO_BENCH_OUTPUT_LATENCY_MS: 0 in 20 s, against 5
-   * with 60 in the run after it).
+   * sooner (#16: the wake word's earcon, written -> audible 77.8 -> 57.7 ms p50 on the virtual card). Underruns
+   * on the loaded 2-core machine (load 3-6) were mixed: bench agent-audio 0 in 20 s against 5 with 60 in the run
+   * after it; test/agent/echo.e2e.test.ts printed 5 ALSA underruns in a run against 1 with 60. A board that
+   * underruns often wants 60 back.
    */
   outputLatencyMs?: number;
   inputLatencyMs?: number;
