@@ -59,7 +59,10 @@ export interface PortAudioOptions {
    * Capture callback size in samples. Default 1920 (40 ms, two frames per wake-up): the capture side then wakes
    * the sound server's client thread, PortAudio's thread and the event loop half as often, which cut the agent's
    * CPU in a call from 9.2 % to 7.8 % of a core (three A/B pairs). The first frame of each pair waits 20 ms
-   * for the second: mic-to-wire stays well inside its 25 ms budget (frames carry their real capture time).
+   * for the second: mic-to-wire stays well inside its 25 ms budget (frames carry their real capture time). 960
+   * would bring the wake word's end to the engine ~20 ms sooner (#16: end on the virtual microphone -> fed
+   * 47.7 -> 27.3 ms p50), but the idle agent measured 4.35 % of a core with it (2.80 % with 1920 an hour before;
+   * the target is 4 %).
    */
   captureFramesPerBuffer?: number;
   /**
@@ -73,8 +76,12 @@ export interface PortAudioOptions {
   maxQueuedFrames?: number;
   /**
    * Device buffer (PortAudio suggested latency) for playback and capture, in ms. The PulseAudio/PipeWire ALSA
-   * plugins report a default of 0, whose tiny buffer underruns constantly on a busy board. Default 60 / 40
-   * (two 20 ms periods is the least ALSA works with for capture).
+   * plugins report a default of 0, whose tiny buffer underruns constantly on a busy board. Default 60 / 40 (two
+   * 20 ms periods is the least ALSA works with for capture). Tried for #16: 40 for playback makes everything
+   * played 20 ms sooner (the wake word's earcon, written -> audible 77.8 -> 57.7 ms p50 on the virtual card), but
+   * the underruns on the loaded 2-core machine were mixed (test/agent/echo.e2e.test.ts printed 5 ALSA underruns
+   * in a run against 1 with 60, and failed once; bench agent-audio the other way round), and an underrun is a
+   * click in every answer on a busy board: 60 kept.
    */
   outputLatencyMs?: number;
   inputLatencyMs?: number;

@@ -6,6 +6,9 @@ export interface WakeEvent {
   /** hrtime ns at which the wake phrase ended (mic timeline) */
   endedAtNs: bigint;
   score?: number;
+  /** capture time (mic timeline) of the last sample the engine had heard when it decided: what it waited for
+   *  after the end (latency breakdown, bench/listening.bench.ts) */
+  decidedOnNs?: bigint;
 }
 
 export interface WakeWordEngine {

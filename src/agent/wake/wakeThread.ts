@@ -63,9 +63,9 @@ export class WakeThread implements WakeWordEngine {
     /** which spotter runs in the thread: openwakeword or pocketsphinx */
     readonly engine: string,
   ) {
-    worker.on('message', (m: { type: string; phrase?: string; endedAtNs?: bigint; score?: number; message?: string }) => {
+    worker.on('message', (m: { type: string; phrase?: string; endedAtNs?: bigint; decidedOnNs?: bigint; score?: number; message?: string }) => {
       if (m.type === 'wake' && !this.closed) {
-        const e: WakeEvent = { phrase: m.phrase!, endedAtNs: m.endedAtNs!, score: m.score };
+        const e: WakeEvent = { phrase: m.phrase!, endedAtNs: m.endedAtNs!, score: m.score, decidedOnNs: m.decidedOnNs };
         for (const l of this.listeners) {
           try {
             l(e);

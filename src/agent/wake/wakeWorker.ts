@@ -4,7 +4,8 @@
 // Protocol: main -> worker { type: 'audio', pcm: Int16Array (48 kHz), endNs: bigint (capture time of its last
 //                          sample) } | { type: 'sync', req } | { type: 'stop' }
 //           worker -> main { type: 'ready', rssBytes } | { type: 'fatal', code, message }
-//                          | { type: 'wake', phrase, endedAtNs, score } | { type: 'error', message } | { type: 'synced', req }
+//                          | { type: 'wake', phrase, endedAtNs, score, decidedOnNs (the capture time of the batch it decided on) }
+//                          | { type: 'error', message } | { type: 'synced', req }
 import { parentPort, workerData } from 'node:worker_threads';
 import { Resampler } from '../../common/audio/resample.js';
 import { lowerThisThreadPriority, workerThreadData } from '../../common/workerThread.js';
@@ -76,7 +77,7 @@ async function handle(m: InMsg): Promise<void> {
   if (batches.length > 300) batches.shift(); // 6 s of 20 ms frames: longer than any phrase
   try {
     for (const d of await spotter.process(resampler.process(m.pcm))) {
-      port.postMessage({ type: 'wake', phrase: d.phrase, endedAtNs: timeOf(d.endSample), score: d.score });
+      port.postMessage({ type: 'wake', phrase: d.phrase, endedAtNs: timeOf(d.endSample), score: d.score, decidedOnNs: m.endNs });
     }
   } catch (err) {
     port.postMessage({ type: 'error', message: String((err as Error)?.message ?? err) });
