@@ -86,6 +86,28 @@ describe('openWakeWord: sleeping through quiet', () => {
   }, 60_000);
 });
 
+// Half steps (the phrase model also asked 40 ms after a step, while a score rises): they cost nothing in a room
+// without speech, and run around a phrase, where the detection may come from one.
+describe('openWakeWord: half steps', () => {
+  it('computes none in room noise, and some around a phrase, which is heard once', async () => {
+    const sp = await OpenWakeWordSpotter.open({ phrase: 'hey jarvis', model: phraseModelFor('hey jarvis')!, threshold: sensitivityToThreshold(0.5) });
+    try {
+      // room noise at about -50 dBFS, no speech, 10 s, in 20 ms pieces as the worker gets them
+      const [noiseClip] = wakeClips(DEFAULT_WAKE_PHRASE, 'heldout', 20, { voices: HELDOUT_VOICES.slice(0, 1), backgrounds: ['pink'] });
+      const noise = noiseClip.pcm.subarray(0, RATE).slice();
+      for (let k = 0; k < 10; k++) for (let i = 0; i < noise.length; i += 320) expect(await sp.process(noise.subarray(i, i + 320))).toEqual([]);
+      expect(sp.computedSteps).toBeGreaterThan(100);
+      expect(sp.halfSteps).toBe(0);
+      const found = [];
+      for (let i = 0; i < noiseClip.pcm.length; i += 320) found.push(...(await sp.process(noiseClip.pcm.subarray(i, i + 320))));
+      expect(found.length).toBe(1);
+      expect(sp.halfSteps).toBeGreaterThan(0);
+    } finally {
+      sp.close();
+    }
+  }, 60_000);
+});
+
 describe('openWakeWord: sensitivity', () => {
   it('maps 0..1 to a falling threshold, 0.3 at the default', () => {
     expect(sensitivityToThreshold(0.5)).toBeCloseTo(0.3, 10);
