@@ -8,6 +8,7 @@
 // collapsed). The mic stage (micStages.ts) lets the half-duplex gate take over unless it is converged.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
+import { fft } from '../../common/audio/signal.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { EchoDelay, type DelayEstimate } from './echoDelay.js';
 import { EchoReference, JUMP_MS, nsToSamples, StreamClock } from './echoReference.js';
@@ -76,6 +77,11 @@ const CONVERGED_DB = 20;
  *  path: a gate closed for that would cut a user talking over the assistant. */
 const MOVED_CONFIDENCE = 12;
 const MOVED_MS = 3;
+/** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see primeRoom). */
+const ROOM_DB = 25;
+/** seconds of reference a restart trains speex on with the kept room (1 s: 18-23 dB after it, 2 s: 26-28 dB,
+ *  measured, agent-aec); about 30 ms of work at once, at such a restart only */
+const ROOM_PRIME_SECONDS = 2;
 /** blocks (of playback) the gate holds at most after a break in the echo path (checkBreaks) */
 const BREAK_HOLD_BLOCKS = 3;
 /** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
@@ -107,8 +113,14 @@ export class EchoCanceller {
   private readonly out48 = new Int16Array(FRAME_SAMPLES);
   private readonly primeMic: Int16Array;
   private readonly primeRef: Int16Array;
-  /** speex starts afresh (and is primed) before the next frame */
-  private restartPending = false;
+  /** speex starts afresh before the next frame, primed with the far end alone (silent) or with the room */
+  private restartPending: false | 'silent' | 'room' = false;
+  /** the room as the filter had it when it last cancelled well (ROOM_DB): its impulse response, and where the
+   *  echo then was against the delay in use (samples; the filter follows moves under MOVED_MS by itself) */
+  private room: Float32Array | undefined;
+  private roomOffset = 0;
+  /** the recent estimates near the delay in use, averaged (samples): where the echo really is */
+  private delaySeen = 0;
   private readonly log: Logger;
   private delayInUse: number | undefined; // samples
   private state: AecState = 'converging';
@@ -172,11 +184,12 @@ export class EchoCanceller {
       const last = this.delay.last;
       if (this.delay.push(this.micHistory.subarray(old, old + this.frame), this.refNow)) this.onDelay();
       else if (this.delay.last !== last) this.onEstimate(this.delay.last!);
+      if (this.delay.last !== last) this.noteEstimate(this.delay.last!);
     }
     this.checkBreaks();
     let out: Int16Array = mic;
     if (this.delayInUse !== undefined) {
-      if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin));
+      if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin), this.restartPending);
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
       for (let i = 0; i < this.frame; i += this.sub) {
         this.cleaned.set(this.speex.process(mic.subarray(i, i + this.sub), this.refAligned.subarray(i, i + this.sub)), i);
@@ -232,9 +245,11 @@ export class EchoCanceller {
     // 1 ms or more cost the delay-change test its 25 dB: on the real path the estimate wobbles by 1-1.5 ms.)
     if (before !== undefined && Math.abs(samples - before) < (MOVED_MS * this.rate) / 1000) return;
     this.delayInUse = samples;
+    this.delaySeen = samples;
     this.counts.delayChanges++;
     this.log.info({ delayMs: d.delayMs, confidence: round1(d.confidence), beforeMs: before === undefined ? undefined : (before * 1000) / this.rate }, 'echo canceller: echo delay found');
-    this.restart();
+    // The same room heard later (a reopened device, a new latency) needs no new filter: only the alignment moved.
+    this.restart(before !== undefined && this.room ? 'room' : 'silent');
     if (before !== undefined) {
       this.counts.resets++;
       this.setState('converging', `the echo delay changed from ${round1((before * 1000) / this.rate)} to ${d.delayMs} ms`);
@@ -277,9 +292,17 @@ export class EchoCanceller {
     this.setState('converging', `the echo path moved: ${e.delayMs} ms found (confidence ${round1(e.confidence)}), ${round1(inUseMs)} ms in use`);
   }
 
+  /** Averages the sure estimates near the delay in use: the echo's creep the filter follows by itself, which a
+   *  kept room must be moved by when the delay in use changes (primeRoom). */
+  private noteEstimate(e: DelayEstimate): void {
+    if (this.delayInUse === undefined || e.confidence < MOVED_CONFIDENCE) return;
+    const samples = (e.delayMs * this.rate) / 1000;
+    if (Math.abs(samples - this.delayInUse) <= (MOVED_MS * this.rate) / 1000) this.delaySeen += 0.2 * (samples - this.delaySeen);
+  }
+
   /** speex starts afresh before the next frame: misplaced (a new delay) or diverged. */
-  private restart(): void {
-    this.restartPending = true;
+  private restart(how: 'silent' | 'room' = 'silent'): void {
+    this.restartPending = how;
   }
 
   /**
@@ -291,11 +314,60 @@ export class EchoCanceller {
    * leaves no error to adapt the filter on, so priming only fills the estimates. Costs one second of speex's
    * work at once (a few ms), at each restart only.
    */
-  private prime(refPos: number): void {
+  private prime(refPos: number, how: 'silent' | 'room'): void {
     this.restartPending = false;
     this.speex.reset();
     const n = Math.floor(this.rate / this.sub) * this.sub;
+    if (how === 'room' && this.room) {
+      this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.room);
+      return;
+    }
     for (let p = refPos - n; p < refPos; p += this.sub) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
+  }
+
+  /**
+   * A bulk delay that moved (a reopened device, a new latency) leaves the room as it was, but the filter, adapting
+   * on a misaligned reference until the new delay is found (0.6-0.9 s), has lost it: kept and re-aligned it
+   * started at 9 dB and took as long as a fresh one (measured, agent-aec), and it is lost within 0.3 s, before
+   * any estimate can see the move. So the room is kept aside while the filter cancels well (its impulse
+   * response, ROOM_DB) and a restart trains speex on it: the last n samples of reference at the new alignment
+   * against the echo that room makes of them (the reference convolved with the kept response), no microphone in
+   * it, so no user's voice either (training on the real last second of microphone was tried: it holds the user
+   * talking over the assistant, and the delay-change test failed 9 runs in 16). A room that changed too: speex
+   * adapts from the old one (a reopened device into another room: converged 3.7 s after the change; restarted
+   * afresh when the old room had not converged within 1 s, 4.4 s, measured, echoDelay.test.ts); a filter that
+   * makes the echo louder restarts (judge).
+   */
+  private primeRoom(refPos: number, n: number, h: Float32Array): void {
+    const L = h.length;
+    let size = 1;
+    while (size < n + 2 * L) size <<= 1;
+    const ref = new Int16Array(n + L);
+    this.reference.read(refPos - n - L, ref);
+    // echo = ref * h by FFT: (R H), inverse as conj(FFT(conj(.))) / size
+    const re = new Float64Array(size);
+    const im = new Float64Array(size);
+    const hr = new Float64Array(size);
+    const hi = new Float64Array(size);
+    for (let i = 0; i < ref.length; i++) re[i] = ref[i];
+    // the echo lay roomOffset later than the old delay in use; the new one is where the echo is
+    for (let i = 0; i < L; i++) hr[i] = h[i + this.roomOffset] ?? 0;
+    fft(re, im);
+    fft(hr, hi);
+    for (let k = 0; k < size; k++) {
+      const a = re[k] * hr[k] - im[k] * hi[k];
+      const b = re[k] * hi[k] + im[k] * hr[k];
+      re[k] = a;
+      im[k] = -b;
+    }
+    fft(re, im);
+    const echo = new Int16Array(n);
+    for (let i = 0; i < n; i++) echo[i] = clamp16(re[L + i] / size);
+    // speex takes the DC off the microphone (its notch) and not off the reference, so the response it reports
+    // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
+    // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
+    const far = notchDc(ref, this.rate);
+    for (let i = 0; i < n; i += this.sub) this.speex.process(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
@@ -318,6 +390,10 @@ export class EchoCanceller {
     this.goodBlocks = erle >= CONVERGED_DB ? this.goodBlocks + 1 : 0;
     this.delay.relaxed = this.state === 'converged' && erle >= CONVERGED_DB;
     this.loudBlocks = erle < -1 ? this.loudBlocks + 1 : 0;
+    if (this.state === 'converged' && erle >= ROOM_DB) {
+      this.room = this.speex.impulseResponse(this.room);
+      this.roomOffset = Math.round(this.delaySeen - this.delayInUse!);
+    }
     if (this.state === 'converged') {
       if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
       else if (this.erleHold < COLLAPSED_DB) this.diverge(`the echo reduction fell below ${COLLAPSED_DB} dB`);
@@ -356,6 +432,27 @@ export class EchoCanceller {
     this.log.info({ state, reason }, `echo canceller: ${state}`);
     this.onState?.(state, reason);
   }
+}
+
+/** speex's DC notch (mdf.c filter_dc_notch16, its radius per rate), on a whole signal. */
+function notchDc(x: Int16Array, rate: number): Int16Array {
+  const r = rate < 12_000 ? 0.9 : rate < 24_000 ? 0.982 : 0.992;
+  const den2 = r * r + 0.7 * (1 - r) * (1 - r);
+  const y = new Int16Array(x.length);
+  let m0 = 0;
+  let m1 = 0;
+  for (let i = 0; i < x.length; i++) {
+    const vin = x[i];
+    const vout = m0 + vin;
+    m0 = m1 + 2 * (-vin + r * vout);
+    m1 = vin - den2 * vout;
+    y[i] = clamp16(r * vout);
+  }
+  return y;
+}
+
+function clamp16(x: number): number {
+  return Math.max(-32768, Math.min(32767, Math.round(x)));
 }
 
 function round1(x: number): number {
