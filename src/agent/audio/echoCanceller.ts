@@ -83,15 +83,18 @@ const ROOM_DB = 25;
  *  measured, agent-aec); about 30 ms of work at once, at such a restart only */
 const ROOM_PRIME_SECONDS = 2;
 /** The kept room is matched against the last ALIGN_MS of microphone (the first ALIGN_SETTLE_MS only settle the
- *  DC notch) over alignments up to ALIGN_RANGE_MS either way (alignToRoom); it speaks when it predicts the echo
- *  by ALIGN_GAIN_DB or more (near-end speech 10 dB below the echo still leaves ~10 dB). */
+ *  DC notch) over alignments up to ALIGN_RANGE_MS either way after a delay change (the estimate's error) and
+ *  BREAK_RANGE_MS after a break (on the loaded test machine an underrun reported as 100 ms once moved the echo
+ *  by 28 ms: re-tracked by the estimator, the user's command was gated for seconds) (alignToRoom); it speaks
+ *  when it predicts the echo by ALIGN_GAIN_DB or more (near-end speech 10 dB below the echo still leaves ~10 dB). */
 const ALIGN_MS = 250;
 const ALIGN_SETTLE_MS = 50;
 const ALIGN_RANGE_MS = 3;
+const BREAK_RANGE_MS = 40;
 const ALIGN_GAIN_DB = 6;
 /** the gate closes this much before the echo of what followed a break can arrive (a break that moved the echo
  *  earlier) */
-const BREAK_EARLY_MS = 20;
+const BREAK_EARLY_MS = BREAK_RANGE_MS;
 /** blocks (of playback) the gate holds at most after a break in the echo path (checkBreaks) */
 const BREAK_HOLD_BLOCKS = 3;
 /** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
@@ -184,7 +187,7 @@ export class EchoCanceller {
     this.refAligned = new Int16Array(this.frame);
     this.primeMic = new Int16Array(this.sub);
     this.primeRef = new Int16Array(this.sub);
-    this.micKept = new Int16Array(Math.round(((ALIGN_MS + 2 * ALIGN_RANGE_MS) * this.rate) / 1000));
+    this.micKept = new Int16Array(Math.round((ALIGN_MS * this.rate) / 1000));
     this.log = o.logger ?? silentLogger;
   }
 
@@ -280,7 +283,7 @@ export class EchoCanceller {
     const how = before !== undefined && this.room ? 'room' : 'silent';
     let kept: Record<string, number> | undefined;
     if (how === 'room') {
-      const a = this.alignToRoom(this.pos + this.frame);
+      const a = this.alignToRoom(this.pos + this.frame, ALIGN_RANGE_MS);
       if (a && a.gainDb >= ALIGN_GAIN_DB) {
         this.delayInUse += a.shift;
         this.primeOffset = 0;
@@ -332,7 +335,7 @@ export class EchoCanceller {
     }
     if (this.breakCheckAt === undefined || end < this.breakCheckAt) return;
     this.breakCheckAt = undefined;
-    const a = this.alignToRoom(end);
+    const a = this.alignToRoom(end, BREAK_RANGE_MS);
     if (!a || a.gainDb < ALIGN_GAIN_DB) return; // no verdict: the far end silent, the user loud; the blocks judge
     if (a.shift === 0) {
       this.resetJudgement();
@@ -340,6 +343,9 @@ export class EchoCanceller {
       return;
     }
     this.delayInUse! += a.shift;
+    // the estimator is told, or its next estimates would take the move for a new one
+    this.delay.adopt((this.delayInUse! * 1000) / this.rate);
+    this.delaySeen = this.delayInUse!;
     this.primeOffset = 0;
     this.restart('room');
     this.counts.resets++;
@@ -357,16 +363,16 @@ export class EchoCanceller {
   /**
    * Where the kept room (the filter's impulse response when it last cancelled well, at the delay in use then)
    * puts the echo now: the reference convolved with it, against the last ALIGN_MS of microphone (notched as
-   * speex notches it: the response includes that notch), over shifts of up to ALIGN_RANGE_MS either way. Returns
+   * speex notches it: the response includes that notch), over shifts of up to rangeMs either way. Returns
    * the shift (samples; the echo that much later than the delay in use puts it) and how much of the microphone
    * the room then predicts (dB); undefined without a kept room or microphone.
    */
-  private alignToRoom(end: number): { shift: number; gainDb: number } | undefined {
+  private alignToRoom(end: number, rangeMs: number): { shift: number; gainDb: number } | undefined {
     const h = this.room;
     if (!h || this.delayInUse === undefined || end !== this.micKeptEnd) return undefined;
     const L = h.length;
-    const W = this.micKept.length - 2 * Math.round((ALIGN_RANGE_MS * this.rate) / 1000);
-    const R = Math.round((ALIGN_RANGE_MS * this.rate) / 1000);
+    const W = this.micKept.length;
+    const R = Math.round((rangeMs * this.rate) / 1000);
     const settle = Math.round((ALIGN_SETTLE_MS * this.rate) / 1000);
     const a = end - W;
     const size0 = this.micKept.length;

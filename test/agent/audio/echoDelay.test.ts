@@ -233,4 +233,13 @@ describe('an underrun on the speaker', () => {
     // sent while the gate was closed (10.11-10.3 s), the misplaced echo makes the second after the underrun poor
     expect(off.erleLater).toBeGreaterThanOrEqual(25);
   });
+
+  it('the device reports 30 ms less silence than it played: re-aligned 30 ms later, the estimator told (no re-tracking)', () => {
+    const off = underrun(true, 10);
+    expect(off.stats.delayChanges).toBe(1);
+    expect(off.stats.delayMs).toBeCloseTo(117, 0);
+    expect(off.states).toEqual(['converged', 'converging', 'converged']);
+    expect(off.reasons[2].atMs - off.reasons[1].atMs).toBeLessThanOrEqual(1000);
+    expect(off.erleLater).toBeGreaterThanOrEqual(25);
+  });
 });
