@@ -80,7 +80,7 @@ const MOVED_MS = 3;
 /** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see primeRoom). */
 const ROOM_DB = 25;
 /** seconds of reference a restart trains speex on with the kept room (1 s: 18-23 dB after it, 2 s: 26-28 dB,
- *  measured, agent-aec); about 30 ms of work at once, at such a restart only */
+ *  measured, agent-aec); 10-20 ms of CPU at once (its filter only: speex_echo_cancellation), at such a restart only */
 const ROOM_PRIME_SECONDS = 2;
 /** The kept room is matched against the last ALIGN_MS of microphone (the first ALIGN_SETTLE_MS only settle the
  *  DC notch) over alignments up to ALIGN_RANGE_MS either way after a delay change (the estimate's error) and
@@ -336,7 +336,11 @@ export class EchoCanceller {
     if (this.breakCheckAt === undefined || end < this.breakCheckAt) return;
     this.breakCheckAt = undefined;
     const a = this.alignToRoom(end, BREAK_RANGE_MS);
-    if (!a || a.gainDb < ALIGN_GAIN_DB) return; // no verdict: the far end silent, the user loud; the blocks judge
+    if (!a || a.gainDb < ALIGN_GAIN_DB) {
+      // no verdict (the far end silent, the user loud, a room or path that changed): the blocks judge
+      this.log.info({ matchedDb: a ? round1(a.gainDb) : undefined, shiftMs: a ? round1((a.shift * 1000) / this.rate) : undefined }, 'echo canceller: the kept room does not place the echo after the break');
+      return;
+    }
     if (a.shift === 0) {
       this.resetJudgement();
       this.setState('converged', `the echo is where it was after the break (the kept room predicts it by ${round1(a.gainDb)} dB)`);
@@ -387,16 +391,33 @@ export class EchoCanceller {
     let mm = 0;
     for (let i = settle; i < W; i++) mm += m[i] * m[i];
     if (mm < 1) return undefined;
+    // residual(s) = sum (m[i] - pred(a + i - s))^2 over i in [settle, W), pred(a + i - s) = conv[i + u],
+    // u = R + L - 1 - s: sum m^2 - 2 cross(u) + energy(u), the cross-correlation by FFT, the energy by prefix sums
+    let size = 1;
+    while (size < conv.length + W) size <<= 1;
+    const xr = new Float64Array(size);
+    const xi = new Float64Array(size);
+    const yr = new Float64Array(size);
+    const yi = new Float64Array(size);
+    xr.set(conv);
+    for (let i = settle; i < W; i++) yr[i] = m[i];
+    fft(xr, xi);
+    fft(yr, yi);
+    // X conj(Y), inverted as conj(FFT(conj(.))) / size: cross(u) = sum_i m[i] conv[i + u]
+    for (let k = 0; k < size; k++) {
+      const re = xr[k] * yr[k] + xi[k] * yi[k];
+      const im = xi[k] * yr[k] - xr[k] * yi[k];
+      xr[k] = re;
+      xi[k] = -im;
+    }
+    fft(xr, xi);
+    const prefix = new Float64Array(conv.length + 1);
+    for (let i = 0; i < conv.length; i++) prefix[i + 1] = prefix[i] + conv[i] * conv[i];
     let best = Infinity;
     let shift = 0;
     for (let s = -R; s <= R; s++) {
-      // pred(p - s) for p = a + i: conv index (a + i - s) - (a - R) + L - 1
-      let e = 0;
-      for (let i = settle; i < W; i++) {
-        const d = m[i] - conv[i - s + R + L - 1];
-        e += d * d;
-        if (e >= best) break;
-      }
+      const u = R + L - 1 - s;
+      const e = mm - (2 * xr[u]) / size + prefix[W + u] - prefix[settle + u];
       if (e < best) {
         best = e;
         shift = s;
@@ -479,7 +500,7 @@ export class EchoCanceller {
     // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
     // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
     const far = notchDc(ref, this.rate);
-    for (let i = 0; i < n; i += this.sub) this.speex.process(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
+    for (let i = 0; i < n; i += this.sub) this.speex.train(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
