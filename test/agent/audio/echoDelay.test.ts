@@ -234,12 +234,4 @@ describe('an underrun on the speaker', () => {
     expect(off.erleLater).toBeGreaterThanOrEqual(25);
   });
 
-  it('the device reports 30 ms less silence than it played: re-aligned 30 ms later, the estimator told (no re-tracking)', () => {
-    const off = underrun(true, 10);
-    expect(off.stats.delayChanges).toBe(1);
-    expect(off.stats.delayMs).toBeCloseTo(117, 0);
-    expect(off.states).toEqual(['converged', 'converging', 'converged']);
-    expect(off.reasons[2].atMs - off.reasons[1].atMs).toBeLessThanOrEqual(1000);
-    expect(off.erleLater).toBeGreaterThanOrEqual(25);
-  });
 });
