@@ -94,6 +94,10 @@ const ALIGN_SETTLE_MS = 50;
 const ALIGN_RANGE_MS = 3;
 const BREAK_RANGE_MS = ALIGN_RANGE_MS;
 const ALIGN_GAIN_DB = 6;
+/** a shift is taken only when it predicts the echo this much better than the alignment in use: on the echo room
+ *  under load, shifts of 1.5-2.3 ms matched by only 9-10 dB (a tone 10 dB below the echo playing) restarted the
+ *  filter, and the gate then waited seconds for two good blocks while the near end went on */
+const ALIGN_BETTER_DB = 3;
 /** the gate closes this much before the echo of what followed a break can arrive (a break that moved the echo
  *  earlier) */
 const BREAK_EARLY_MS = 20;
@@ -417,13 +421,21 @@ export class EchoCanceller {
     for (let i = 0; i < conv.length; i++) prefix[i + 1] = prefix[i] + conv[i] * conv[i];
     let best = Infinity;
     let shift = 0;
+    let atZero = mm;
     for (let s = -R; s <= R; s++) {
       const u = R + L - 1 - s;
       const e = mm - (2 * xr[u]) / size + prefix[W + u] - prefix[settle + u];
+      if (s === 0) atZero = e;
       if (e < best) {
         best = e;
         shift = s;
       }
+    }
+    // a best shift barely better than none is the filter's to follow (near-end speech flattens the match): only
+    // one that predicts the echo clearly better moves the delay
+    if (10 * Math.log10(Math.max(atZero, 1e-9) / Math.max(best, 1e-9)) < ALIGN_BETTER_DB) {
+      shift = 0;
+      best = atZero;
     }
     return { shift, gainDb: 10 * Math.log10(mm / Math.max(best, 1e-9)) };
   }
