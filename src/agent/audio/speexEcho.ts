@@ -8,6 +8,8 @@ import { AgentError } from '../errors.js';
 
 // speex/speex_echo.h and speex/speex_preprocess.h (libspeexdsp 1.2)
 const SPEEX_ECHO_SET_SAMPLING_RATE = 24;
+const SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE = 27;
+const SPEEX_ECHO_GET_IMPULSE_RESPONSE = 29;
 const SPEEX_PREPROCESS_SET_DENOISE = 0;
 const SPEEX_PREPROCESS_SET_NOISE_SUPPRESS = 18;
 const SPEEX_PREPROCESS_SET_ECHO_SUPPRESS = 20;
@@ -20,6 +22,7 @@ interface SpeexApi {
   echoDestroy: Fn;
   echoCancel: Fn;
   echoCtl: Fn;
+  echoCtlPtr: Fn;
   echoReset: Fn;
   preInit: Fn;
   preDestroy: Fn;
@@ -51,6 +54,7 @@ function speex(): SpeexApi {
     echoDestroy: lib.func('void speex_echo_state_destroy(void *st)') as Fn,
     echoCancel: lib.func('void speex_echo_cancellation(void *st, const int16_t *rec, const int16_t *play, int16_t *out)') as Fn,
     echoCtl: lib.func('int speex_echo_ctl(void *st, int request, _Inout_ int32_t *ptr)') as Fn,
+    echoCtlPtr: lib.func('int speex_echo_ctl(void *st, int request, void *ptr)') as Fn,
     echoReset: lib.func('void speex_echo_state_reset(void *st)') as Fn,
     preInit: lib.func('void *speex_preprocess_state_init(int frame_size, int sampling_rate)') as Fn,
     preDestroy: lib.func('void speex_preprocess_state_destroy(void *st)') as Fn,
@@ -94,6 +98,7 @@ export class SpeexEcho {
   private echo: unknown;
   private pre: unknown;
   private readonly out: Int16Array;
+  private taps = new Int32Array(0);
   /** the linear filter's output of the last process() (before residual suppression): what the filter achieved */
   readonly linear: Int16Array;
 
@@ -136,6 +141,31 @@ export class SpeexEcho {
       s.preRun(this.pre, this.out);
     } else this.linear.set(this.out);
     return this.out;
+  }
+
+  /** The adaptive filter's impulse response: filterLength taps, the echo's gain per sample of lag. speex reports
+   *  it (SPEEX_ECHO_GET_IMPULSE_RESPONSE) as integers, its taps x 32767 x its FFT's size (2 x frameSize, the
+   *  float build's unnormalised inverse FFT; checked against a known response). */
+  impulseResponse(out: Float32Array = new Float32Array(this.filterLength)): Float32Array {
+    if (!this.echo) throw new AgentError('audio', 'speex echo canceller used after close()');
+    const size = [0];
+    api!.echoCtl(this.echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, size);
+    if (this.taps.length !== size[0]) this.taps = new Int32Array(size[0]);
+    api!.echoCtlPtr(this.echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE, this.taps);
+    const n = Math.min(out.length, this.taps.length);
+    const scale = 1 / (32767 * 2 * this.frameSize);
+    for (let i = 0; i < n; i++) out[i] = this.taps[i] * scale;
+    out.fill(0, n);
+    return out;
+  }
+
+  /** Adapts the filter on one frame without the preprocessor (training on a known echo: nothing to send). */
+  train(mic: Int16Array, reference: Int16Array): void {
+    if (!this.echo) throw new AgentError('audio', 'speex echo canceller used after close()');
+    if (mic.length !== this.frameSize || reference.length !== this.frameSize) {
+      throw new RangeError(`speex echo: frames of ${this.frameSize} samples expected, got ${mic.length} and ${reference.length}`);
+    }
+    api!.echoCancel(this.echo, mic, reference, this.out);
   }
 
   /** Samples the output lags the input by (the preprocessor's overlap-add). */

@@ -8,7 +8,7 @@ import { SpeexEcho } from '../../../src/agent/audio/speexEcho.js';
 import { AgentError } from '../../../src/agent/errors.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../../src/protocol/media.js';
 import { speechClip } from '../../support/speechWav.js';
-import { atLevel, bestCorrelation, buildRoom, energyRatioDb, farEndSpeech, runCall } from '../../support/syntheticRoom.js';
+import { atLevel, bestCorrelation, buildRoom, energyRatioDb, farEndSpeech, runCall, seeded } from '../../support/syntheticRoom.js';
 
 const S = SAMPLE_RATE;
 
@@ -74,6 +74,24 @@ describe('speex echo canceller (libspeexdsp) in a synthetic room', () => {
     s.close();
     expect(() => s.process(new Int16Array(320), new Int16Array(320))).toThrow(AgentError);
     expect(() => new SpeexEcho({ sampleRate: 16_000, frameSize: 320, filterMs: 0 })).toThrow(RangeError);
+  });
+
+  it('SpeexEcho reports the response it learned: a known three-tap echo, in gain per sample of lag', () => {
+    const rate = 16_000;
+    const s = new SpeexEcho({ sampleRate: rate, frameSize: 80, filterMs: 80 });
+    const rnd = seeded(3);
+    const ref = Int16Array.from({ length: 5 * rate }, () => Math.round((rnd() - 0.5) * 8000));
+    const taps = new Map([[80, 0.5], [200, -0.2], [500, 0.1]]);
+    const mic = ref.map((_, i) => Math.round([...taps].reduce((a, [k, g]) => a + (i >= k ? g * ref[i - k] : 0), 0)));
+    for (let i = 0; i < ref.length; i += 80) s.process(mic.subarray(i, i + 80), ref.subarray(i, i + 80));
+    const h = s.impulseResponse();
+    expect(h.length).toBe(s.filterLength);
+    for (const [k, g] of taps) expect(h[k]).toBeCloseTo(g, 1);
+    // elsewhere only small values (speex's DC notch on the microphone leaves a short tail after each tap)
+    const strongest = [...h.keys()].sort((a, b) => Math.abs(h[b]) - Math.abs(h[a])).slice(0, 3);
+    expect(strongest.sort((a, b) => a - b)).toEqual([80, 200, 500]);
+    s.close();
+    expect(() => s.impulseResponse()).toThrow(AgentError);
   });
 
   it('a frame of another length passes through untouched', () => {
