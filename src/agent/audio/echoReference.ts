@@ -88,9 +88,6 @@ export class EchoReference {
   /** end of what was written (absolute position); slots before end - size are gone */
   private end = -Infinity;
   private lastStarvedMs: number | undefined;
-  /** where the first frame after the last break (an underrun's silence, a jump) was written: its echo is the
-   *  first that a misreported break can misplace */
-  breakAt: number | undefined;
   readonly stats = { frames: 0, jumps: 0, starvedMs: 0 };
 
   constructor(o: EchoReferenceOptions) {
@@ -106,7 +103,6 @@ export class EchoReference {
    *  device's count of silence played for want of frames (PlaybackDevice.starvedMs), if it keeps one. */
   notePlayback(frame: Int16Array, queuedMs: number, starvedMs?: number): void {
     const pcm = this.down ? this.down.process(frame) : frame;
-    const starved = this.stats.starvedMs;
     if (starvedMs !== undefined) {
       // An underrun: the device played silence, so this frame is heard that much later than the last one's end.
       // (A count that went down is a reopened device: a new baseline; its stamps re-anchor the stream.)
@@ -120,7 +116,6 @@ export class EchoReference {
     const jumps = this.clock.jumps;
     const pos = this.clock.place(heard, pcm.length);
     if (this.clock.jumps !== jumps) this.stats.jumps++;
-    if (this.clock.jumps !== jumps || this.stats.starvedMs !== starved) this.breakAt = pos;
     this.write(pos, pcm);
     this.stats.frames++;
   }

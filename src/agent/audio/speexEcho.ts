@@ -159,15 +159,6 @@ export class SpeexEcho {
     return out;
   }
 
-  /** Adapts the filter on one frame without the preprocessor (training on a known echo: nothing to send). */
-  train(mic: Int16Array, reference: Int16Array): void {
-    if (!this.echo) throw new AgentError('audio', 'speex echo canceller used after close()');
-    if (mic.length !== this.frameSize || reference.length !== this.frameSize) {
-      throw new RangeError(`speex echo: frames of ${this.frameSize} samples expected, got ${mic.length} and ${reference.length}`);
-    }
-    api!.echoCancel(this.echo, mic, reference, this.out);
-  }
-
   /** Samples the output lags the input by (the preprocessor's overlap-add). */
   get latencySamples(): number {
     return this.pre ? this.frameSize : 0;

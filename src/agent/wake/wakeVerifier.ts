@@ -10,19 +10,9 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { HEY_JARVIS_VERIFIER } from './verifiers/heyJarvis.js';
+import type { VerifierData } from './verifiers/verifierData.js';
 
-/** What a generated module under ./verifiers holds. */
-export interface VerifierData {
-  /** the built-in phrase model (file name) it was trained for */
-  model: string;
-  /** 16 x 96 float32 weights, little-endian, base64 (the embeddings window, oldest embedding first) */
-  weights: string;
-  bias: number;
-  /** probability needed to accept */
-  threshold: number;
-  /** how it was trained (documentation only) */
-  trainedOn: string;
-}
+export type { VerifierData };
 
 export class WakeVerifier {
   private readonly w: Float32Array;

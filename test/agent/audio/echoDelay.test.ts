@@ -169,7 +169,7 @@ describe('echo delay on a silent microphone', () => {
 describe('an underrun on the speaker', () => {
   /** The device starves for 40 ms at 10 s: everything played after is heard 40 ms later. The reference is told
    *  (PlaybackDevice.starvedMs) or not. */
-  function underrun(tellReference: boolean, reportedMs = 40) {
+  function underrun(tellReference: boolean) {
     const k0 = 500; // frame index of the underrun (10 s)
     const gap = (40 * S) / 1000;
     const heard = new Int16Array(far.length + gap);
@@ -181,8 +181,7 @@ describe('an underrun on the speaker', () => {
     const reference = new EchoReference({ rate: 16_000, nowNs: () => ns });
     const aec = new EchoCanceller({ reference });
     const states: AecState[] = [];
-    const reasons: { reason: string; atMs: number }[] = [];
-    aec.onState = (s, reason) => (states.push(s), reasons.push({ reason, atMs: Number(ns - t0) / 1e6 }));
+    aec.onState = (s) => states.push(s);
     const frameNs = 20_000_000n;
     const playedAt = (i: number) => t0 + BigInt(i) * frameNs + (i >= k0 ? 40_000_000n : 0n);
     let next = 0;
@@ -191,7 +190,7 @@ describe('an underrun on the speaker', () => {
       const capturedAt = t0 + BigInt(j + 1) * frameNs;
       while (next * 960 < far.length && playedAt(next) < capturedAt + frameNs) {
         ns = playedAt(next);
-        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0, tellReference ? (next >= k0 ? reportedMs : 0) : undefined);
+        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0, tellReference ? (next >= k0 ? 40 : 0) : undefined);
         next++;
       }
       ns = capturedAt;
@@ -200,7 +199,7 @@ describe('an underrun on the speaker', () => {
     const stats = aec.stats();
     aec.close();
     // the echo reduction in the second after the underrun (as heard: from 10.04 s + 87 ms)
-    return { states, reasons, stats, erleAfter: energyRatioDb(room.mic, sent, 10.15 * S, 11.15 * S), erleLater: energyRatioDb(room.mic, sent, 10.5 * S, 11.5 * S) };
+    return { states, stats, erleAfter: energyRatioDb(room.mic, sent, 10.15 * S, 11.15 * S) };
   }
 
   it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no restart (the gate only until the filter proves itself again)', () => {
@@ -208,12 +207,8 @@ describe('an underrun on the speaker', () => {
     expect(told.stats.delayChanges).toBe(1);
     expect(told.stats.resets).toBe(0);
     // a real sound server's silence is not always what the device reports (echoCanceller.ts checkBreaks): the
-    // gate from where the echo of what followed the underrun arrives (10.04 s + 87 ms, less 20 ms), until the
-    // kept room, matched against the microphone, finds the echo where it was (250 ms later)
+    // gate for two good blocks
     expect(told.states).toEqual(['converged', 'converging', 'converged']);
-    expect(told.reasons[1].atMs).toBeGreaterThanOrEqual(10_080);
-    expect(told.reasons[2].reason).toMatch(/the echo is where it was after the break/);
-    expect(told.reasons[2].atMs - told.reasons[1].atMs).toBeLessThanOrEqual(300);
     expect(told.erleAfter).toBeGreaterThanOrEqual(25);
     // without it the echo moves 40 ms and the canceller must find it again (so the check above can fail)
     const blind = underrun(false);
@@ -222,16 +217,4 @@ describe('an underrun on the speaker', () => {
     expect(blind.stats.delayMs).toBeCloseTo(127, 0);
     expect(blind.erleAfter).toBeLessThan(10);
   });
-
-  it('the device reports 2 ms less silence than it played: the kept room finds the echo 2 ms later, speex is trained on it there', () => {
-    const off = underrun(true, 38);
-    expect(off.stats.delayChanges).toBe(1); // under 3 ms: the estimator does not move the delay
-    expect(off.stats.resets).toBe(1);
-    expect(off.stats.delayMs).toBeCloseTo(89, 0);
-    expect(off.states).toEqual(['converged', 'converging', 'converged']);
-    expect(off.reasons[2].atMs - off.reasons[1].atMs).toBeLessThanOrEqual(1000);
-    // sent while the gate was closed (10.11-10.3 s), the misplaced echo makes the second after the underrun poor
-    expect(off.erleLater).toBeGreaterThanOrEqual(25);
-  });
-
 });
