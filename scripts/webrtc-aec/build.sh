@@ -21,7 +21,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$ARCHES" = all ] && ARCHES="amd64 arm64 armhf"
+[ "$ARCHES" = all ] && ARCHES="arm64 armhf"
+# the x86-64 tool always: the bench's main rows, and the root's own compiler builds it
+ARCHES="amd64 $(echo " $ARCHES " | sed 's/ amd64 / /g')"
 for a in $ARCHES; do
   case "$a" in amd64|arm64|armhf) ;; *) echo "unknown --arch $a (amd64, arm64, armhf or all)" >&2; exit 2 ;; esac
 done
@@ -59,9 +61,12 @@ for a in $ARCHES; do
   esac
   [ "$a" = amd64 ] || chroot "$R" dpkg --add-architecture "$a"
 done
-chroot "$R" apt-get -o APT::Sandbox::User=root update -q >/dev/null || { echo "not available: apt-get update failed in $R (no Debian mirror?)"; exit 77; }
+log=$ROOTS/aec3-trixie-amd64-apt.log
+chroot "$R" apt-get -o APT::Sandbox::User=root update -q >"$log" 2>&1 ||
+  { tail -5 "$log"; echo "not available: apt-get update failed in $R (no Debian mirror?)"; exit 77; }
 # shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive chroot "$R" apt-get -o APT::Sandbox::User=root install -y -q --no-install-recommends $pkgs >/dev/null
+DEBIAN_FRONTEND=noninteractive chroot "$R" apt-get -o APT::Sandbox::User=root install -y -q --no-install-recommends $pkgs >>"$log" 2>&1 ||
+  { tail -20 "$log"; echo "apt-get install failed in $R, see $log"; exit 1; }
 mkdir -p "$R/src"
 cp "$HERE/aec3.cc" "$R/src/aec3.cc"
 for a in $ARCHES; do
