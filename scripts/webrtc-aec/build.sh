@@ -67,6 +67,7 @@ chroot "$R" apt-get -o APT::Sandbox::User=root update -q >"$log" 2>&1 ||
 # shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive chroot "$R" apt-get -o APT::Sandbox::User=root install -y -q --no-install-recommends $pkgs >>"$log" 2>&1 ||
   { tail -20 "$log"; echo "apt-get install failed in $R, see $log"; exit 1; }
+chroot "$R" apt-get clean
 mkdir -p "$R/src"
 cp "$HERE/aec3.cc" "$R/src/aec3.cc"
 for a in $ARCHES; do
