@@ -65,8 +65,10 @@ const fig = {
   reconvergedMs: dc.reconvergedMs,
   retrackMs: dc.retrackMs,
   erleAfterChangeDb: dc.erleAfterDb,
-  // the chain's CPU time per second of audio / 1000, in the first call (the JIT's warm-up included)
+  // the chain's CPU time (and wall time) per second of audio / 1000, in the first call (the JIT's warm-up
+  // included)
   rtf: dc.sim.cpuMsPerS / 1000,
+  wallRtf: dc.sim.wallMsPerS / 1000,
   frameP50Ms: frames[frames.length >> 1],
 };
 const ms = (x) => (Number.isFinite(x) ? `${Math.round(x)} ms` : 'never');
@@ -81,7 +83,7 @@ console.log(
   `echo: double talk (the command 10 dB below the echo, ${DOUBLE_TALK_AT_S}-${(DOUBLE_TALK_AT_S + nearClip.length / SAMPLE_RATE).toFixed(1)} s): heard ${fig.heardPct.toFixed(1)} % (${dt.heard}/${dt.windows} windows of 100 ms), correlation ${dt.corr.toFixed(3)} (raw mic ${dt.rawCorr.toFixed(3)})`,
 );
 console.log(
-  `echo: the chain's CPU ${dc.sim.cpuMsPerS.toFixed(2)} ms per s of audio: real-time factor ${fig.rtf.toFixed(4)}, processing p50 ${fig.frameP50Ms.toFixed(3)} ms per 20 ms frame (${where}); ` +
+  `echo: the chain's CPU ${dc.sim.cpuMsPerS.toFixed(2)} ms per s of audio: real-time factor ${fig.rtf.toFixed(4)} (wall time ${fig.wallRtf.toFixed(4)}), processing p50 ${fig.frameP50Ms.toFixed(3)} ms per 20 ms frame (${where}); ` +
     `the two calls, ${audioS.toFixed(0)} s of audio, with the room and the figures took ${wallS.toFixed(1)} s`,
 );
 

@@ -55,8 +55,10 @@ export interface Simulation {
   states: { state: AecState; atMs: number }[];
   /** wall time of each 20 ms frame's processing */
   frameMs: number[];
-  /** the chain's CPU time per second of audio */
+  /** the chain's CPU time per second of audio, and its wall time (under an emulator the CPU time's resolution can
+   *  be coarse: one tick per call) */
   cpuMsPerS: number;
+  wallMsPerS: number;
   stats: ReturnType<EchoCanceller['stats']>;
 }
 
@@ -73,10 +75,13 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
   aec.onState = (state, reason) => (follow(state, reason), states.push({ state, atMs: Number(clock.ns - T0) / 1e6 }));
   const frameMs: number[] = [];
   let cpuUs = 0;
+  let wallNs = 0n;
   const sink = {
     notePlayback: (f: Int16Array, q: number) => {
       const c = process.cpuUsage();
+      const t = process.hrtime.bigint();
       reference.notePlayback(f, q);
+      wallNs += process.hrtime.bigint() - t;
       const d = process.cpuUsage(c);
       cpuUs += d.user + d.system;
       gate.notePlayback(f, q);
@@ -86,14 +91,16 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
     const c = process.cpuUsage();
     const t = process.hrtime.bigint();
     const out = stage.process({ pcm, capturedAtNs })!.pcm;
-    frameMs.push(Number(process.hrtime.bigint() - t) / 1e6);
+    const dt = process.hrtime.bigint() - t;
+    wallNs += dt;
+    frameMs.push(Number(dt) / 1e6);
     const d = process.cpuUsage(c);
     cpuUs += d.user + d.system;
     return gate.filter(out, 0);
   }, clock);
   const stats = aec.stats();
   aec.close();
-  return { room, sent, states, frameMs, cpuMsPerS: cpuUs / 1000 / (far.length / S), stats };
+  return { room, sent, states, frameMs, cpuMsPerS: cpuUs / 1000 / (far.length / S), wallMsPerS: Number(wallNs) / 1e6 / (far.length / S), stats };
 }
 
 /** The far end and the near end's command at the scenario's levels, from flite's PCM (48 kHz). */
