@@ -364,7 +364,9 @@ fi
 # --- 6. the echo canceller under qemu ------------------------------------------------------------------------------
 # Debian builds libspeexdsp in floating point or fixed point per architecture, and that decides its figures: the
 # MDF filter's and the preprocessor's code is full of floating-point arithmetic in a float build and has almost
-# none in a fixed-point one (integer multiply-accumulate instead).
+# none in a fixed-point one (integer multiply-accumulate instead). Valid for hard-float targets (both here): a
+# soft-float build (Debian armel's, checked by hand: floating point too) has none either and calls libgcc's
+# __mulsf3 and friends instead.
 SPEEX_LIB=$SYSROOT/usr/lib/$TRIPLET/libspeexdsp.so.1
 [ -e "$SPEEX_LIB" ] || fail "no libspeexdsp.so.1 in the sysroot ($SPEEX_LIB)"
 SPEEX_VERSION=$(sed -n 's/^libspeexdsp1_\([^_]*\)_.*/\1/p' "$SYSROOT/.speaker-agent-packages" | sed 's/%3a/:/')

@@ -31,8 +31,17 @@ if (!farFile || !nearFile) {
   process.exit(2);
 }
 const read = (file) => {
-  const w = decodeWav(readFileSync(file));
-  if (w.sampleRate !== SAMPLE_RATE) throw new Error(`${file}: ${w.sampleRate} Hz, expected ${SAMPLE_RATE}`);
+  let w;
+  try {
+    w = decodeWav(readFileSync(file));
+  } catch (err) {
+    console.error(`echo: ${file}: ${err.message}`);
+    process.exit(2);
+  }
+  if (w.sampleRate !== SAMPLE_RATE || w.channels !== 1) {
+    console.error(`echo: ${file}: ${w.sampleRate} Hz, ${w.channels} channel(s); expected ${SAMPLE_RATE} Hz mono (scripts/arm64/echo-speech.ts)`);
+    process.exit(2);
+  }
   return w.pcm;
 };
 const { far, nearClip } = scenarioSpeech(read(farFile), read(nearFile));

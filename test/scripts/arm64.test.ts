@@ -8,6 +8,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { encodeWav } from '../../src/common/audio/wav.js';
 import { echoCheckFigures } from '../support/echoCheckOutput.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -42,6 +43,27 @@ describe('scripts/check-arm64.sh', () => {
     const r = await run('bash', [SCRIPT], { ...process.env, PATH: `${bin}:${process.env.PATH}` }, 30_000);
     expect(r.code).toBe(77);
     expect(r.stderr).toMatch(/^check-arm64: SKIP: this machine is arm64/m);
+  });
+
+  it('its echo step (scripts/arm64/echo.mjs) refuses missing or unusable speech files with exit 2 and the reason', async () => {
+    const tsx = path.join(ROOT, 'node_modules/.bin/tsx');
+    const echo = path.join(ROOT, 'scripts/arm64/echo.mjs');
+    let r = await run(tsx, [echo], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^usage: node echo-check\.mjs FAR_WAV NEAR_WAV/m);
+    const wav16k = path.join(tmp, 'tone-16k.wav');
+    writeFileSync(wav16k, encodeWav(new Int16Array(16_000), 16_000));
+    r = await run(tsx, [echo, wav16k, wav16k], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^echo: .*tone-16k\.wav: 16000 Hz, 1 channel\(s\); expected 48000 Hz mono/m);
+    r = await run(tsx, [echo, path.join(tmp, 'missing.wav'), wav16k], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^echo: .*missing\.wav: ENOENT/m);
+    const short = path.join(tmp, 'short-48k.wav');
+    writeFileSync(short, encodeWav(new Int16Array(48_000), 48_000));
+    r = await run(tsx, [echo, short, short], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^echo: the far end must be >= 14 s/m);
   });
 
   it.skipIf(!ENABLED)(
