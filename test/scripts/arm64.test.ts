@@ -8,6 +8,8 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { encodeWav } from '../../src/common/audio/wav.js';
+import { echoCheckFigures } from '../support/echoCheckOutput.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const SCRIPT = path.join(ROOT, 'scripts/check-arm64.sh');
@@ -43,6 +45,27 @@ describe('scripts/check-arm64.sh', () => {
     expect(r.stderr).toMatch(/^check-arm64: SKIP: this machine is arm64/m);
   });
 
+  it('its echo step (scripts/arm64/echo.mjs) refuses missing or unusable speech files with exit 2 and the reason', async () => {
+    const tsx = path.join(ROOT, 'node_modules/.bin/tsx');
+    const echo = path.join(ROOT, 'scripts/arm64/echo.mjs');
+    let r = await run(tsx, [echo], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^usage: node echo-check\.mjs FAR_WAV NEAR_WAV/m);
+    const wav16k = path.join(tmp, 'tone-16k.wav');
+    writeFileSync(wav16k, encodeWav(new Int16Array(16_000), 16_000));
+    r = await run(tsx, [echo, wav16k, wav16k], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^echo: .*tone-16k\.wav: 16000 Hz, 1 channel\(s\); expected 48000 Hz mono/m);
+    r = await run(tsx, [echo, path.join(tmp, 'missing.wav'), wav16k], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^echo: .*missing\.wav: ENOENT/m);
+    const short = path.join(tmp, 'short-48k.wav');
+    writeFileSync(short, encodeWav(new Int16Array(48_000), 48_000));
+    r = await run(tsx, [echo, short, short], process.env, 60_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^echo: the far end must be >= 14 s/m);
+  });
+
   it.skipIf(!ENABLED)(
     'cross-builds every native addon for arm64, inspects it and runs it under qemu (SPEAKER_AGENT_TEST_ARM64=1 runs this)',
     async (ctx) => {
@@ -50,7 +73,7 @@ describe('scripts/check-arm64.sh', () => {
       if (r.code === 77) ctx.skip(r.stderr.trim());
       expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
       const out = r.stdout;
-      console.log(out.split('\n').filter((l) => l.startsWith('check-arm64:')).join('\n'));
+      console.log(out.split('\n').filter((l) => /^(check-arm64:|echo:| {2}reference: echo:)/.test(l)).join('\n'));
       for (const name of ADDONS) {
         expect(out, name).toMatch(new RegExp(`^inspect: ${name} AArch64 ELF64; .* all resolved .* ok$`, 'm'));
       }
@@ -83,6 +106,22 @@ describe('scripts/check-arm64.sh', () => {
       expect(out).toMatch(/^wake: "hey jarvis" .*: 1 detection\(s\), max score [\d.]+, detected end/m);
       expect(out).toMatch(/^wake: \d+ scores vs the reference run's: largest difference/m);
       expect(out).toMatch(/^check-arm64: wake word engine under qemu: /m);
+      // The echo canceller (issue #15): the agent's chain on the arm64 root's libspeexdsp1, the issue's targets, on
+      // the host's node first (the same bundle) and then under qemu.
+      expect(out).toMatch(/^check-arm64: echo: Debian's libspeexdsp1 \S+ for arm64 is a (floating|fixed)-point build \(\d+ floating-point arithmetic instructions in its \d+\)/m);
+      expect(out).toMatch(/^ {2}reference: echo: x64 node v\S+: the agent's canceller .* on libspeexdsp\.so\.1 through koffi$/m);
+      expect(out).toMatch(/^echo: arm64 node v\S+: the agent's canceller .* on libspeexdsp\.so\.1 through koffi$/m);
+      for (const [who, prefix] of [['host', '  reference: '], ['arm64', '']] as const) {
+        const f = echoCheckFigures(out, prefix);
+        expect(f.erleDb, `${who}: ERLE`).toBeGreaterThanOrEqual(25);
+        expect(f.convergenceMs, `${who}: convergence`).toBeLessThanOrEqual(2000);
+        expect(f.heardPct, `${who}: double talk heard`).toBeGreaterThanOrEqual(80);
+        expect(f.reconvergedMs, `${who}: re-convergence after the delay change`).toBeLessThanOrEqual(2000);
+        expect(f.rtf, `${who}: real-time factor`).toBeGreaterThan(0);
+      }
+      expect(out).toMatch(/^echo: arm64 vs x64: ERLE /m);
+      expect(r.stderr).not.toMatch(/^echo: FAIL/m);
+      expect(out).toMatch(/^check-arm64: echo canceller under qemu: /m);
     },
     45 * 60_000,
   );

@@ -10,6 +10,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync }
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { echoCheckFigures } from '../support/echoCheckOutput.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const SCRIPT = path.join(ROOT, 'scripts/check-arm64.sh');
@@ -47,7 +48,7 @@ describe('scripts/check-arm64.sh --arch armhf', () => {
       if (r.code === 77) ctx.skip(r.stderr.trim());
       expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
       const out = r.stdout;
-      console.log(out.split('\n').filter((l) => l.startsWith('check-armhf:')).join('\n'));
+      console.log(out.split('\n').filter((l) => /^(check-armhf:|echo:| {2}reference: echo:)/.test(l)).join('\n'));
       for (const name of ADDONS) {
         expect(out, name).toMatch(new RegExp(`^inspect: ${name} ARM ELF32 Version5 EABI, hard-float ABI; .* all resolved .* ok$`, 'm'));
       }
@@ -74,6 +75,22 @@ describe('scripts/check-arm64.sh --arch armhf', () => {
       }
       expect(out).toMatch(/^ {2}check-addons: ok +onnxruntime-node .*no build for arm: the wake word engine is pocketsphinx here/m);
       expect(out).not.toMatch(/^ {2}check-addons: FAILED/m);
+      // The echo canceller (issue #15): the agent's chain on the armhf root's libspeexdsp1, the issue's targets, on
+      // the host's node first (the same bundle) and then under qemu.
+      expect(out).toMatch(/^check-armhf: echo: Debian's libspeexdsp1 \S+ for armhf is a (floating|fixed)-point build \(\d+ floating-point arithmetic instructions in its \d+\)/m);
+      expect(out).toMatch(/^ {2}reference: echo: x64 node v\S+: the agent's canceller .* on libspeexdsp\.so\.1 through koffi$/m);
+      expect(out).toMatch(/^echo: arm node v\S+: the agent's canceller .* on libspeexdsp\.so\.1 through koffi$/m);
+      for (const [who, prefix] of [['host', '  reference: '], ['armhf', '']] as const) {
+        const f = echoCheckFigures(out, prefix);
+        expect(f.erleDb, `${who}: ERLE`).toBeGreaterThanOrEqual(25);
+        expect(f.convergenceMs, `${who}: convergence`).toBeLessThanOrEqual(2000);
+        expect(f.heardPct, `${who}: double talk heard`).toBeGreaterThanOrEqual(80);
+        expect(f.reconvergedMs, `${who}: re-convergence after the delay change`).toBeLessThanOrEqual(2000);
+        expect(f.rtf, `${who}: real-time factor`).toBeGreaterThan(0);
+      }
+      expect(out).toMatch(/^echo: arm vs x64: ERLE /m);
+      expect(r.stderr).not.toMatch(/^echo: FAIL/m);
+      expect(out).toMatch(/^check-armhf: echo canceller under qemu: /m);
     },
     45 * 60_000,
   );
