@@ -25,18 +25,15 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { EchoCanceller, type AecState } from '../src/agent/audio/echoCanceller.js';
-import { EchoGate } from '../src/agent/audio/echoGate.js';
-import { EchoReference } from '../src/agent/audio/echoReference.js';
-import { echoCancelStage } from '../src/agent/audio/micStages.js';
+import type { AecState } from '../src/agent/audio/echoCanceller.js';
 import { resample } from '../src/common/audio/resample.js';
 import { SAMPLE_RATE } from '../src/protocol/media.js';
 import { speechClip } from '../test/support/speechWav.js';
-import { atLevel, bestCorrelation, buildRoom, energyRatioDb, farEndSpeech, runCall, type EchoPathSegment, type Room } from '../test/support/syntheticRoom.js';
+import { atLevel, bestCorrelation, buildRoom, energyRatioDb, farEndSpeech, type EchoPathSegment, type Room } from '../test/support/syntheticRoom.js';
+import { DEFAULT_AEC, simulate } from '../test/support/syntheticAec.js';
 import type { BenchRow } from './table.js';
 
 const S = SAMPLE_RATE;
-const T0 = 1_000_000_000_000n;
 /** the agent's convergence criterion (echoCanceller.ts): two 200 ms blocks in a row at this ERLE */
 const CONVERGED_DB = 20;
 const ACTIVE_RMS = 100;
@@ -94,38 +91,10 @@ interface Inputs {
   near?: Int16Array;
 }
 
-/** The agent's chain as agent-aec's simulate runs it (its default variant), keeping the output before the gate. */
+/** The agent's chain as agent-aec runs it (its default variant), keeping the output before the gate. */
 export function speexChain(inp: Inputs): Run {
-  const room = buildRoom({ farEnd: inp.far, delayMs: inp.segments, echoGainDb: -6, noiseDbfs: -65, nearEnd: inp.near });
-  const clock = { ns: 0n };
-  const reference = new EchoReference({ rate: 16_000, nowNs: () => clock.ns });
-  const aec = new EchoCanceller({ reference, filterMs: 80, speexFrameMs: 5, residualSuppression: true });
-  const gate = new EchoGate({ mode: 'half-duplex', nowMs: () => Number(clock.ns) / 1e6 });
-  const stage = echoCancelStage(aec, gate);
-  const states: { state: AecState; atMs: number }[] = [];
-  const follow = aec.onState!;
-  aec.onState = (state, reason) => (follow(state, reason), states.push({ state, atMs: Number(clock.ns - T0) / 1e6 }));
-  const out = new Int16Array(room.mic.length);
-  let cpuUs = 0;
-  const sink = {
-    notePlayback: (f: Int16Array, q: number) => {
-      const c = process.cpuUsage();
-      reference.notePlayback(f, q);
-      const d = process.cpuUsage(c);
-      cpuUs += d.user + d.system;
-      gate.notePlayback(f, q);
-    },
-  };
-  const sent = runCall(inp.far, room.mic, sink, (pcm, capturedAtNs, i) => {
-    const c = process.cpuUsage();
-    const o = stage.process({ pcm, capturedAtNs })!.pcm;
-    const d = process.cpuUsage(c);
-    cpuUs += d.user + d.system;
-    out.set(o, i * o.length);
-    return gate.filter(o, 0);
-  }, clock);
-  aec.close();
-  return { room, sent, out, states, cpuMsPerS: cpuUs / 1000 / (inp.far.length / S) };
+  const r = simulate(DEFAULT_AEC, inp.far, inp.segments, inp.near);
+  return { room: r.room, sent: r.sent, out: r.beforeGate, states: r.states, cpuMsPerS: r.cpuMsPerS };
 }
 
 /** AEC3 over the room's microphone; at 16 kHz both inputs are resampled (the project's resampler, as the agent's

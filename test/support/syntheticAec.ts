@@ -52,6 +52,8 @@ export function firstSpeechMs(pcm: Int16Array): number {
 export interface Simulation {
   room: ReturnType<typeof buildRoom>;
   sent: Int16Array;
+  /** the canceller's output before the half-duplex gate (what a comparison with another canceller looks at) */
+  beforeGate: Int16Array;
   states: { state: AecState; atMs: number }[];
   /** wall time of each 20 ms frame's processing */
   frameMs: number[];
@@ -76,6 +78,7 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
   const frameMs: number[] = [];
   let cpuUs = 0;
   let wallNs = 0n;
+  const beforeGate = new Int16Array(room.mic.length);
   const sink = {
     notePlayback: (f: Int16Array, q: number) => {
       const c = process.cpuUsage();
@@ -87,7 +90,7 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
       gate.notePlayback(f, q);
     },
   };
-  const sent = runCall(far, room.mic, sink, (pcm, capturedAtNs) => {
+  const sent = runCall(far, room.mic, sink, (pcm, capturedAtNs, i) => {
     const c = process.cpuUsage();
     const t = process.hrtime.bigint();
     const out = stage.process({ pcm, capturedAtNs })!.pcm;
@@ -96,11 +99,12 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
     frameMs.push(Number(dt) / 1e6);
     const d = process.cpuUsage(c);
     cpuUs += d.user + d.system;
+    beforeGate.set(out, i * out.length);
     return gate.filter(out, 0);
   }, clock);
   const stats = aec.stats();
   aec.close();
-  return { room, sent, states, frameMs, cpuMsPerS: cpuUs / 1000 / (far.length / S), wallMsPerS: Number(wallNs) / 1e6 / (far.length / S), stats };
+  return { room, sent, beforeGate, states, frameMs, cpuMsPerS: cpuUs / 1000 / (far.length / S), wallMsPerS: Number(wallNs) / 1e6 / (far.length / S), stats };
 }
 
 /** The far end and the near end's command at the scenario's levels, from flite's PCM (48 kHz). */
