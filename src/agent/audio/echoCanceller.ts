@@ -30,6 +30,9 @@ export interface EchoCancellerOptions {
   /** speex's frame: 5, 10 or 20 ms (its filter adapts once per frame: 5 ms converges fastest, and the residual
    *  suppressor's one-frame delay stays 5 ms) */
   speexFrameMs?: 5 | 10 | 20;
+  /** speex's second, steady filter's frame (default 10 ms; 0: none): sent once it cancels as well as the first,
+   *  it adapts less on a user talking over the echo (speexEcho.ts) */
+  steadyFrameMs?: 0 | 10 | 20;
   /** speex's residual echo suppression after the filter (default on): what the linear filter leaves (its
    *  misadjustment while it converges, the room's non-linear part) is suppressed per band; +10-15 dB ERLE on the
    *  echo room, near end (a tone 10 dB below the echo) through untouched */
@@ -147,7 +150,8 @@ export class EchoCanceller {
     this.frame = (FRAME_SAMPLES * this.rate) / SAMPLE_RATE;
     this.margin = Math.round(((o.marginMs ?? 5) * this.rate) / 1000);
     this.sub = ((o.speexFrameMs ?? 5) * this.rate) / 1000;
-    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, filterMs: o.filterMs ?? 80, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
+    const steady = ((o.steadyFrameMs ?? 10) * this.rate) / 1000;
+    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, steadyFrameSize: steady > this.sub ? steady : undefined, filterMs: o.filterMs ?? 80, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
     this.cleaned = new Int16Array(this.frame);
     this.linear = new Int16Array(this.frame);
     this.delay = new EchoDelay({ rate: this.rate });
@@ -159,8 +163,8 @@ export class EchoCanceller {
     this.refNow = new Int16Array(this.frame);
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
-    this.primeMic = new Int16Array(this.sub);
-    this.primeRef = new Int16Array(this.sub);
+    this.primeMic = new Int16Array(this.frame);
+    this.primeRef = new Int16Array(this.frame);
     this.log = o.logger ?? silentLogger;
   }
 
@@ -191,10 +195,8 @@ export class EchoCanceller {
     if (this.delayInUse !== undefined) {
       if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin), this.restartPending);
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
-      for (let i = 0; i < this.frame; i += this.sub) {
-        this.cleaned.set(this.speex.process(mic.subarray(i, i + this.sub), this.refAligned.subarray(i, i + this.sub)), i);
-        this.linear.set(this.speex.linear, i);
-      }
+      this.cleaned.set(this.speex.process(mic, this.refAligned));
+      this.linear.set(this.speex.linear);
       out = this.cleaned;
       this.judge(mic, this.linear, this.refAligned);
     }
@@ -317,12 +319,12 @@ export class EchoCanceller {
   private prime(refPos: number, how: 'silent' | 'room'): void {
     this.restartPending = false;
     this.speex.reset();
-    const n = Math.floor(this.rate / this.sub) * this.sub;
+    const n = Math.floor(this.rate / this.frame) * this.frame;
     if (how === 'room' && this.room) {
       this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.room);
       return;
     }
-    for (let p = refPos - n; p < refPos; p += this.sub) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
+    for (let p = refPos - n; p < refPos; p += this.frame) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
   }
 
   /**
@@ -367,7 +369,7 @@ export class EchoCanceller {
     // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
     // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
     const far = notchDc(ref, this.rate);
-    for (let i = 0; i < n; i += this.sub) this.speex.process(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
+    for (let i = 0; i < n; i += this.frame) this.speex.process(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
