@@ -431,6 +431,8 @@ export class EchoCanceller {
   private setState(state: AecState, reason: string): void {
     if (state === this.state) return;
     this.state = state;
+    // the steady filter may take over once the fast one has converged (speexEcho.ts); a restart resets it
+    if (state === 'converged') this.speex.steadyAllowed = true;
     this.log.info({ state, reason }, `echo canceller: ${state}`);
     this.onState?.(state, reason);
   }

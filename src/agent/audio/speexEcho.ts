@@ -109,7 +109,8 @@ const STEADY_WINS = 2;
  * user's voice: measured on the echo room (issue #15, double talk, replayed from the agent's own signals), the
  * echo left in the 5 ms filter's output rose 10-13 dB in the middle of the command ("forty" heard as
  * "fourteen"), 3-5 dB at 10 ms frames. So the fast filter (frameSize) runs from the start and the steady one
- * (steadyFrameSize) beside it on the same signals; once the steady one cancels at least as well over
+ * (steadyFrameSize) beside it on the same signals; once the caller allows it (steadyAllowed: the fast filter has
+ * converged, so convergence is judged as without it) and the steady one cancels at least as well over
  * STEADY_WINS comparisons of echo, its output is sent instead, until reset(). The residual suppressor stays on
  * the fast filter's frames (its delay is one frame: 5 ms) and its echo estimate; only the signal it cleans
  * changes. Never back from steady to fast on a comparison: with a user talking, the filter that cancels part of
@@ -125,6 +126,8 @@ export class SpeexEcho {
   private steady: unknown;
   private readonly steadyFrame: number;
   private steadyInUse = false;
+  /** set by the caller once the fast filter has proved itself: the steady one may take over from then on */
+  steadyAllowed = false;
   private steadyWins = 0;
   private cmpMic = 0;
   private cmpFast = 0;
@@ -198,7 +201,7 @@ export class SpeexEcho {
     if (this.steady) {
       const g = this.steadyFrame;
       for (let i = 0; i < n; i += g) s.echoCancel(this.steady, mic.subarray(i, i + g), reference.subarray(i, i + g), this.steadyOut.subarray(i, i + g));
-      if (!this.steadyInUse) this.compare(mic);
+      if (!this.steadyInUse && this.steadyAllowed) this.compare(mic);
     }
     this.linear.set(this.steadyInUse ? this.steadyOut : this.fastOut);
     this.out.set(this.linear);
@@ -253,7 +256,7 @@ export class SpeexEcho {
     if (!this.echo) return;
     api!.echoReset(this.echo);
     if (this.steady) api!.echoReset(this.steady);
-    this.steadyInUse = false;
+    this.steadyInUse = this.steadyAllowed = false;
     this.steadyWins = this.cmpMic = this.cmpFast = this.cmpSteady = this.cmpN = 0;
   }
 
