@@ -118,6 +118,8 @@ export class EchoCanceller {
   private readonly primeRef: Int16Array;
   /** speex starts afresh before the next frame, primed with the far end alone (silent) or with the room */
   private restartPending: false | 'silent' | 'room' = false;
+  /** the fast filter has just converged: the steady one is trained on its response before the next frame */
+  private steadyPending = false;
   /** the room as the filter had it when it last cancelled well (ROOM_DB): its impulse response, and where the
    *  echo then was against the delay in use (samples; the filter follows moves under MOVED_MS by itself) */
   private room: Float32Array | undefined;
@@ -194,6 +196,7 @@ export class EchoCanceller {
     let out: Int16Array = mic;
     if (this.delayInUse !== undefined) {
       if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin), this.restartPending);
+      else if (this.steadyPending) this.primeSteady(pos - Math.max(0, this.delayInUse - this.margin));
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
       this.cleaned.set(this.speex.process(mic, this.refAligned));
       this.linear.set(this.speex.linear);
@@ -318,6 +321,7 @@ export class EchoCanceller {
    */
   private prime(refPos: number, how: 'silent' | 'room'): void {
     this.restartPending = false;
+    this.steadyPending = false;
     this.speex.reset();
     const n = Math.floor(this.rate / this.frame) * this.frame;
     if (how === 'room' && this.room) {
@@ -340,7 +344,7 @@ export class EchoCanceller {
    * afresh when the old room had not converged within 1 s, 4.4 s, measured, echoDelay.test.ts); a filter that
    * makes the echo louder restarts (judge).
    */
-  private primeRoom(refPos: number, n: number, h: Float32Array): void {
+  private primeRoom(refPos: number, n: number, h: Float32Array, offset = this.roomOffset, steadyOnly = false): void {
     const L = h.length;
     let size = 1;
     while (size < n + 2 * L) size <<= 1;
@@ -353,7 +357,7 @@ export class EchoCanceller {
     const hi = new Float64Array(size);
     for (let i = 0; i < ref.length; i++) re[i] = ref[i];
     // the echo lay roomOffset later than the old delay in use; the new one is where the echo is
-    for (let i = 0; i < L; i++) hr[i] = h[i + this.roomOffset] ?? 0;
+    for (let i = 0; i < L; i++) hr[i] = h[i + offset] ?? 0;
     fft(re, im);
     fft(hr, hi);
     for (let k = 0; k < size; k++) {
@@ -369,7 +373,24 @@ export class EchoCanceller {
     // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
     // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
     const far = notchDc(ref, this.rate);
-    for (let i = 0; i < n; i += this.frame) this.speex.process(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
+    for (let i = 0; i < n; i += this.frame) {
+      if (steadyOnly) this.speex.trainSteady(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
+      else this.speex.process(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
+    }
+  }
+
+  /**
+   * The fast filter has converged: the steady one (speexEcho.ts), adapting slower, is not there yet (3.2 s against
+   * 1.9 s from the first far-end speech, in-process), and a user talking before it is would meet the fast one.
+   * So it learns the fast filter's response as primeRoom teaches a restarted filter the kept room (2 s of
+   * reference through it, ~15 ms of work once), and may take over from then on.
+   */
+  private primeSteady(refPos: number): void {
+    this.steadyPending = false;
+    if (!this.speex.hasSteady) return;
+    const n = Math.floor(this.rate / this.frame) * this.frame;
+    this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.speex.impulseResponse(), 0, true);
+    this.speex.steadyAllowed = true;
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
@@ -431,8 +452,8 @@ export class EchoCanceller {
   private setState(state: AecState, reason: string): void {
     if (state === this.state) return;
     this.state = state;
-    // the steady filter may take over once the fast one has converged (speexEcho.ts); a restart resets it
-    if (state === 'converged') this.speex.steadyAllowed = true;
+    // the steady filter learns the fast one's response and may take over (primeSteady); a restart resets it
+    if (state === 'converged' && !this.speex.steadyAllowed) this.steadyPending = true;
     this.log.info({ state, reason }, `echo canceller: ${state}`);
     this.onState?.(state, reason);
   }

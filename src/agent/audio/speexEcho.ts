@@ -209,6 +209,20 @@ export class SpeexEcho {
     return this.out;
   }
 
+  /** Adapts the steady filter alone on mic and reference (a multiple of its frame), e.g. to teach it a known
+   *  echo path; the fast filter and the suppressor are left as they are. */
+  trainSteady(mic: Int16Array, reference: Int16Array): void {
+    if (!this.steady) return;
+    const g = this.steadyFrame;
+    if (mic.length % g !== 0 || reference.length !== mic.length) throw new RangeError(`speex echo: a multiple of ${g} samples expected, got ${mic.length} and ${reference.length}`);
+    if (this.steadyOut.length < g) this.steadyOut = new Int16Array(g);
+    for (let i = 0; i < mic.length; i += g) api!.echoCancel(this.steady, mic.subarray(i, i + g), reference.subarray(i, i + g), this.steadyOut.subarray(0, g));
+  }
+
+  get hasSteady(): boolean {
+    return Boolean(this.steady);
+  }
+
   /** Whether the steady filter's output is the one sent (see the class comment). */
   get steadyFilterInUse(): boolean {
     return this.steadyInUse;
