@@ -54,6 +54,8 @@ export interface AecStats {
   /** echo return loss enhancement over the recent far-end activity (dB), undefined before any */
   erleDb: number | undefined;
   rate: number;
+  /** whether the steady filter's output is sent (speexEcho.ts) */
+  steadyFilter: boolean;
   delayChanges: number;
   resets: number;
   framesProcessed: number;
@@ -223,6 +225,7 @@ export class EchoCanceller {
       delayConfidence: this.delay.current ? round1(this.delay.current.confidence) : undefined,
       erleDb: this.erleDb === undefined ? undefined : round1(this.erleDb),
       rate: this.rate,
+      steadyFilter: this.speex.steadyFilterInUse,
       ...this.counts,
     };
   }
