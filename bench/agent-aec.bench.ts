@@ -37,7 +37,7 @@ export async function run(): Promise<BenchRow[]> {
     { rate: 48_000, filterMs: 80, speexFrameMs: 5, residualSuppression: true },
   ];
   for (const v of variants) {
-    const label = `${v.rate / 1000} kHz, ${v.filterMs} ms filter, ${v.speexFrameMs} ms frames${v.residualSuppression ? ', speex residual suppression' : ', no residual suppression'}`;
+    const label = `${v.rate / 1000} kHz, ${v.filterMs} ms filter, ${v.speexFrameMs} ms frames${v.speexFrameMs < 10 ? ' (+ the steady 10 ms filter)' : ''}${v.residualSuppression ? ', speex residual suppression' : ', no residual suppression'}`;
     const isDefault = v === variants[0];
     const issue = isDefault ? '#15' : '#15 (alt)';
     // echo only

@@ -30,6 +30,9 @@ export interface EchoCancellerOptions {
   /** speex's frame: 5, 10 or 20 ms (its filter adapts once per frame: 5 ms converges fastest, and the residual
    *  suppressor's one-frame delay stays 5 ms) */
   speexFrameMs?: 5 | 10 | 20;
+  /** speex's second, steady filter's frame (default 10 ms; 0: none): sent once it cancels as well as the first,
+   *  it adapts less on a user talking over the echo (speexEcho.ts) */
+  steadyFrameMs?: 0 | 10 | 20;
   /** speex's residual echo suppression after the filter (default on): what the linear filter leaves (its
    *  misadjustment while it converges, the room's non-linear part) is suppressed per band; +10-15 dB ERLE on the
    *  echo room, near end (a tone 10 dB below the echo) through untouched */
@@ -51,6 +54,8 @@ export interface AecStats {
   /** echo return loss enhancement over the recent far-end activity (dB), undefined before any */
   erleDb: number | undefined;
   rate: number;
+  /** whether the steady filter's output is sent (speexEcho.ts) */
+  steadyFilter: boolean;
   delayChanges: number;
   resets: number;
   framesProcessed: number;
@@ -115,6 +120,8 @@ export class EchoCanceller {
   private readonly primeRef: Int16Array;
   /** speex starts afresh before the next frame, primed with the far end alone (silent) or with the room */
   private restartPending: false | 'silent' | 'room' = false;
+  /** the fast filter has just converged: the steady one is trained on its response before the next frame */
+  private steadyPending = false;
   /** the room as the filter had it when it last cancelled well (ROOM_DB): its impulse response, and where the
    *  echo then was against the delay in use (samples; the filter follows moves under MOVED_MS by itself) */
   private room: Float32Array | undefined;
@@ -147,7 +154,8 @@ export class EchoCanceller {
     this.frame = (FRAME_SAMPLES * this.rate) / SAMPLE_RATE;
     this.margin = Math.round(((o.marginMs ?? 5) * this.rate) / 1000);
     this.sub = ((o.speexFrameMs ?? 5) * this.rate) / 1000;
-    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, filterMs: o.filterMs ?? 80, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
+    const steady = ((o.steadyFrameMs ?? 10) * this.rate) / 1000;
+    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, steadyFrameSize: steady > this.sub ? steady : undefined, filterMs: o.filterMs ?? 80, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
     this.cleaned = new Int16Array(this.frame);
     this.linear = new Int16Array(this.frame);
     this.delay = new EchoDelay({ rate: this.rate });
@@ -159,8 +167,8 @@ export class EchoCanceller {
     this.refNow = new Int16Array(this.frame);
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
-    this.primeMic = new Int16Array(this.sub);
-    this.primeRef = new Int16Array(this.sub);
+    this.primeMic = new Int16Array(this.frame);
+    this.primeRef = new Int16Array(this.frame);
     this.log = o.logger ?? silentLogger;
   }
 
@@ -190,11 +198,10 @@ export class EchoCanceller {
     let out: Int16Array = mic;
     if (this.delayInUse !== undefined) {
       if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin), this.restartPending);
+      else if (this.steadyPending) this.primeSteady(pos - Math.max(0, this.delayInUse - this.margin));
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
-      for (let i = 0; i < this.frame; i += this.sub) {
-        this.cleaned.set(this.speex.process(mic.subarray(i, i + this.sub), this.refAligned.subarray(i, i + this.sub)), i);
-        this.linear.set(this.speex.linear, i);
-      }
+      this.cleaned.set(this.speex.process(mic, this.refAligned));
+      this.linear.set(this.speex.linear);
       out = this.cleaned;
       this.judge(mic, this.linear, this.refAligned);
     }
@@ -218,6 +225,7 @@ export class EchoCanceller {
       delayConfidence: this.delay.current ? round1(this.delay.current.confidence) : undefined,
       erleDb: this.erleDb === undefined ? undefined : round1(this.erleDb),
       rate: this.rate,
+      steadyFilter: this.speex.steadyFilterInUse,
       ...this.counts,
     };
   }
@@ -316,13 +324,14 @@ export class EchoCanceller {
    */
   private prime(refPos: number, how: 'silent' | 'room'): void {
     this.restartPending = false;
+    this.steadyPending = false;
     this.speex.reset();
-    const n = Math.floor(this.rate / this.sub) * this.sub;
+    const n = Math.floor(this.rate / this.frame) * this.frame;
     if (how === 'room' && this.room) {
       this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.room);
       return;
     }
-    for (let p = refPos - n; p < refPos; p += this.sub) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
+    for (let p = refPos - n; p < refPos; p += this.frame) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
   }
 
   /**
@@ -338,7 +347,7 @@ export class EchoCanceller {
    * afresh when the old room had not converged within 1 s, 4.4 s, measured, echoDelay.test.ts); a filter that
    * makes the echo louder restarts (judge).
    */
-  private primeRoom(refPos: number, n: number, h: Float32Array): void {
+  private primeRoom(refPos: number, n: number, h: Float32Array, offset = this.roomOffset, steadyOnly = false): void {
     const L = h.length;
     let size = 1;
     while (size < n + 2 * L) size <<= 1;
@@ -351,7 +360,7 @@ export class EchoCanceller {
     const hi = new Float64Array(size);
     for (let i = 0; i < ref.length; i++) re[i] = ref[i];
     // the echo lay roomOffset later than the old delay in use; the new one is where the echo is
-    for (let i = 0; i < L; i++) hr[i] = h[i + this.roomOffset] ?? 0;
+    for (let i = 0; i < L; i++) hr[i] = h[i + offset] ?? 0;
     fft(re, im);
     fft(hr, hi);
     for (let k = 0; k < size; k++) {
@@ -367,7 +376,24 @@ export class EchoCanceller {
     // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
     // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
     const far = notchDc(ref, this.rate);
-    for (let i = 0; i < n; i += this.sub) this.speex.process(echo.subarray(i, i + this.sub), far.subarray(L + i, L + i + this.sub));
+    for (let i = 0; i < n; i += this.frame) {
+      if (steadyOnly) this.speex.trainSteady(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
+      else this.speex.process(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
+    }
+  }
+
+  /**
+   * The fast filter has converged: the steady one (speexEcho.ts), adapting slower, is not there yet (3.2 s against
+   * 1.9 s from the first far-end speech, in-process), and a user talking before it is would meet the fast one.
+   * So it learns the fast filter's response as primeRoom teaches a restarted filter the kept room (2 s of
+   * reference through it, ~15 ms of work once), and may take over from then on.
+   */
+  private primeSteady(refPos: number): void {
+    this.steadyPending = false;
+    if (!this.speex.hasSteady) return;
+    const n = Math.floor(this.rate / this.frame) * this.frame;
+    this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.speex.impulseResponse(), 0, true);
+    this.speex.steadyAllowed = true;
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
@@ -429,6 +455,8 @@ export class EchoCanceller {
   private setState(state: AecState, reason: string): void {
     if (state === this.state) return;
     this.state = state;
+    // the steady filter learns the fast one's response and may take over (primeSteady); a restart resets it
+    if (state === 'converged' && !this.speex.steadyAllowed) this.steadyPending = true;
     this.log.info({ state, reason }, `echo canceller: ${state}`);
     this.onState?.(state, reason);
   }

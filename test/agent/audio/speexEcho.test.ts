@@ -62,6 +62,8 @@ describe('speex echo canceller (libspeexdsp) in a synthetic room', () => {
     expect(after).toBeGreaterThanOrEqual(0.9);
     // the canceller stayed converged through the double talk: the gate never took the near end away
     expect(states.map((s) => s.state)).toEqual(['converged']);
+    // and the steady filter (10 ms frames, speexEcho.ts) was the one sent
+    expect(aec.stats().steadyFilter).toBe(true);
     aec.close();
   });
 
@@ -74,6 +76,38 @@ describe('speex echo canceller (libspeexdsp) in a synthetic room', () => {
     s.close();
     expect(() => s.process(new Int16Array(320), new Int16Array(320))).toThrow(AgentError);
     expect(() => new SpeexEcho({ sampleRate: 16_000, frameSize: 320, filterMs: 0 })).toThrow(RangeError);
+  });
+
+  it('SpeexEcho: the steady filter takes over only once allowed and as good as the fast one, until reset', () => {
+    const rate = 16_000;
+    expect(() => new SpeexEcho({ sampleRate: rate, frameSize: 80, steadyFrameSize: 120, filterMs: 80 })).toThrow(RangeError);
+    const s = new SpeexEcho({ sampleRate: rate, frameSize: 80, steadyFrameSize: 160, filterMs: 80 });
+    expect(s.blockSize).toBe(160);
+    expect(() => s.process(new Int16Array(80), new Int16Array(80))).toThrow(RangeError);
+    const rnd = seeded(5);
+    const ref = Int16Array.from({ length: 8 * rate }, () => Math.round((rnd() - 0.5) * 8000));
+    const mic = ref.map((_, i) => Math.round((i >= 100 ? 0.5 * ref[i - 100] : 0) + (i >= 300 ? -0.2 * ref[i - 300] : 0)));
+    const run = (from: number, to: number) => {
+      for (let i = from; i < to; i += 320) s.process(mic.subarray(i, i + 320), ref.subarray(i, i + 320));
+    };
+    run(0, 4 * rate);
+    expect(s.steadyFilterInUse, 'not before the caller allows it').toBe(false);
+    s.steadyAllowed = true;
+    run(4 * rate, 6 * rate);
+    expect(s.steadyFilterInUse).toBe(true);
+    // what is sent is the steady filter's: it cancels the echo
+    run(6 * rate, 8 * rate);
+    let pm = 0;
+    let pl = 0;
+    for (let i = 0; i < 320; i++) {
+      pm += mic[8 * rate - 320 + i] ** 2;
+      pl += s.linear[i] ** 2;
+    }
+    expect(10 * Math.log10(pm / Math.max(1, pl))).toBeGreaterThan(20);
+    s.reset();
+    expect(s.steadyFilterInUse).toBe(false);
+    expect(s.steadyAllowed).toBe(false);
+    s.close();
   });
 
   it('SpeexEcho reports the response it learned: a known three-tap echo, in gain per sample of lag', () => {
