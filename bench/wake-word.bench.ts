@@ -8,7 +8,8 @@
 //   model without its verifier (wakeVerifier.ts).
 // - in real time through the engine (worker thread, 20 ms frames, one message each): detection latency (phrase end -> event, p50),
 //   CPU of the engine while idle (room noise, no speech) as % of one core, RSS added by the loaded engine.
-// Env: WAKE_BENCH_QUICK=1 shortens everything (development); WAKE_BENCH_ONLY=realtime runs only the real-time part;
+// Env: WAKE_BENCH_QUICK=1 shortens everything (development); WAKE_BENCH_ONLY=realtime runs only the real-time part,
+// WAKE_BENCH_ONLY=default only the default sensitivity's accept rates and false accepts (1. below, whole set);
 // WAKE_BENCH_ENGINE=pocketsphinx|openwakeword, WAKE_BENCH_PHRASE choose what is measured (default: the defaults).
 import { loadavg } from 'node:os';
 import { percentile, type BenchRow } from './table.js';
@@ -88,8 +89,9 @@ export async function run(): Promise<BenchRow[]> {
   // latency and end placement on clips the default setting hears (flite voices, 20 dB brown noise): at 10 dB it
   // hears too few for a p50
   const heard = wakeClips(PHRASE, 'heldout', 20, { voices: HELDOUT_VOICES.filter((v) => v.engine === 'flite'), backgrounds: ['brown'] });
-  rows.push(...(await realTime(QUICK ? heard.slice(0, 3) : heard)));
-  if (process.env.WAKE_BENCH_ONLY === 'realtime') return rows;
+  const only = process.env.WAKE_BENCH_ONLY;
+  if (only !== 'default') rows.push(...(await realTime(QUICK ? heard.slice(0, 3) : heard)));
+  if (only === 'realtime') return rows;
   const voices = QUICK ? HELDOUT_VOICES.slice(0, 2) : HELDOUT_VOICES;
   const at10 = wakeClips(PHRASE, 'heldout', 10, { voices });
   const note = `${ENGINE}, "${PHRASE}", ${at10.length} held-out clips (${voices.length} voices x alone/+3 commands x pink/brown/music)`;
@@ -115,6 +117,7 @@ export async function run(): Promise<BenchRow[]> {
     rows.push({ issue: ISSUE, metric: 'wake: spotter real-time factor (scan)', value: +(scanSec / (fa.hours * 3600)).toFixed(4), unit: 'x', note: `CPU s per audio s in one thread, load ${loadavg()[0].toFixed(1)}` });
   }
 
+  if (only === 'default') return rows;
   // 2. the curve over sensitivities
   for (const sens of CURVE) {
     const r = await acceptRate(ENGINE, sens, at10);
