@@ -30,7 +30,7 @@ import { resample } from '../src/common/audio/resample.js';
 import { SAMPLE_RATE } from '../src/protocol/media.js';
 import { speechClip } from '../test/support/speechWav.js';
 import { atLevel, bestCorrelation, buildRoom, energyRatioDb, farEndSpeech, type EchoPathSegment, type Room } from '../test/support/syntheticRoom.js';
-import { DEFAULT_AEC, simulate } from '../test/support/syntheticAec.js';
+import { DEFAULT_AEC, heardWindows, simulate } from '../test/support/syntheticAec.js';
 import type { BenchRow } from './table.js';
 
 const S = SAMPLE_RATE;
@@ -149,15 +149,7 @@ function convergedAtMs(run: Run, inp: Inputs, fromMs: number): { first: number; 
 }
 
 function heard(dt: Run, from: number, to: number): { pct: number; windows: number; heard: number; r: number } {
-  let h = 0;
-  let windows = 0;
-  for (let s = from; s + S / 10 <= to; s += S / 10) {
-    let e = 0;
-    for (let i = s; i < s + S / 10; i++) e += dt.room.near[i] ** 2;
-    if (Math.sqrt(e / (S / 10)) < 100) continue;
-    windows++;
-    if (bestCorrelation(dt.sent, dt.room.near, s, s + S / 10, 25).r >= 0.5) h++;
-  }
+  const { heard: h, windows } = heardWindows(dt.sent, dt.room.near, from, to);
   return { pct: (100 * h) / Math.max(1, windows), windows, heard: h, r: bestCorrelation(dt.sent, dt.room.near, from, to, 25).r };
 }
 

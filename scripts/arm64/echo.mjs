@@ -81,7 +81,7 @@ const fig = {
   frameP50Ms: frames[frames.length >> 1],
 };
 const ms = (x) => (Number.isFinite(x) ? `${Math.round(x)} ms` : 'never');
-console.log(`echo: ${where}: the agent's canceller (${v.rate / 1000} kHz, ${v.filterMs} ms filter, ${v.speexFrameMs} ms frames, residual suppression) on ${SPEEXDSP_LIBRARY} through koffi`);
+console.log(`echo: ${where}: the agent's canceller (${v.rate / 1000} kHz, ${v.filterMs} ms filter, ${v.speexFrameMs} ms frames${v.speexFrameMs < 10 ? " + a steady 10 ms filter" : ""}, residual suppression) on ${SPEEXDSP_LIBRARY} through koffi`);
 console.log(
   `echo: echo only (${ECHO_DELAY_MS} ms, -6 dB): ERLE ${fig.erleDb.toFixed(1)} dB ${ERLE_FROM_S}-${CHANGE_AT_S} s, converged ${ms(fig.convergenceMs)} after the first far-end speech`,
 );

@@ -1,5 +1,6 @@
 // The figures scripts/arm64/echo.mjs prints (check-arm64.sh's step 6), read back by the opt-in arm64 and armhf
 // tests: `prefix` '' for the target's run under qemu, '  reference: ' for the host's run of the same bundle.
+import { expect } from 'vitest';
 export interface EchoCheckFigures {
   erleDb: number;
   convergenceMs: number;
@@ -23,4 +24,16 @@ export function echoCheckFigures(out: string, prefix = ''): EchoCheckFigures {
   const dt = grab(out, prefix, /double talk .*: heard ([\d.]+) %/, 'double talk');
   const cpu = grab(out, prefix, /the chain's CPU [\d.]+ ms per s of audio: real-time factor ([\d.]+)/, 'CPU');
   return { erleDb: num(eo[1]), convergenceMs: num(eo[2]), retrackMs: num(dc[1]), reconvergedMs: num(dc[2]), heardPct: num(dt[1]), rtf: num(cpu[1]) };
+}
+
+/** The issue's targets, for the host's run (the reference) and the target's run under qemu. */
+export function expectEchoTargets(out: string, target: string): void {
+  for (const [who, prefix] of [['host', '  reference: '], [target, '']] as const) {
+    const f = echoCheckFigures(out, prefix);
+    expect(f.erleDb, `${who}: ERLE`).toBeGreaterThanOrEqual(25);
+    expect(f.convergenceMs, `${who}: convergence`).toBeLessThanOrEqual(2000);
+    expect(f.heardPct, `${who}: double talk heard`).toBeGreaterThanOrEqual(80);
+    expect(f.reconvergedMs, `${who}: re-convergence after the delay change`).toBeLessThanOrEqual(2000);
+    expect(f.rtf, `${who}: real-time factor`).toBeGreaterThan(0);
+  }
 }

@@ -134,6 +134,21 @@ export interface DoubleTalk {
   corr: number;
   rawCorr: number;
 }
+/** The near end heard in what was sent, [from, to): of the 100 ms windows in which the near end speaks (RMS >= 100),
+ *  those whose sent audio correlates >= 0.5 with it (over lags 0-25 ms). */
+export function heardWindows(sent: ArrayLike<number>, near: ArrayLike<number>, from: number, to: number): { heard: number; windows: number } {
+  let heard = 0;
+  let windows = 0;
+  for (let s = from; s + S / 10 <= to; s += S / 10) {
+    let e = 0;
+    for (let i = s; i < s + S / 10; i++) e += near[i] ** 2;
+    if (Math.sqrt(e / (S / 10)) < 100) continue;
+    windows++;
+    if (bestCorrelation(sent, near, s, s + S / 10, 25).r >= 0.5) heard++;
+  }
+  return { heard, windows };
+}
+
 /** The near end's command from atS on, over the far end (converged by then). */
 export function doubleTalk(v: AecVariant, far: Int16Array, nearClip: Int16Array, atS: number): DoubleTalk {
   const near = new Int16Array(far.length);
@@ -141,15 +156,7 @@ export function doubleTalk(v: AecVariant, far: Int16Array, nearClip: Int16Array,
   near.set(nearClip.subarray(0, near.length - from), from);
   const to = Math.min(far.length, from + nearClip.length);
   const dt = simulate(v, far, [{ fromSample: 0, delayMs: ECHO_DELAY_MS }], near);
-  let heard = 0;
-  let windows = 0;
-  for (let s = from; s + S / 10 <= to; s += S / 10) {
-    let e = 0;
-    for (let i = s; i < s + S / 10; i++) e += dt.room.near[i] ** 2;
-    if (Math.sqrt(e / (S / 10)) < 100) continue;
-    windows++;
-    if (bestCorrelation(dt.sent, dt.room.near, s, s + S / 10, 25).r >= 0.5) heard++;
-  }
+  const { heard, windows } = heardWindows(dt.sent, dt.room.near, from, to);
   return {
     heardPct: (100 * heard) / Math.max(1, windows),
     heard,
