@@ -15,6 +15,7 @@ export const PROCESS_VARIABLES = {
   ffmpeg: { env: 'SPEAKER_AGENT_FFMPEG', description: "the companion's ffmpeg (audio conversion; default ffmpeg on PATH)" },
   ffprobe: { env: 'SPEAKER_AGENT_FFPROBE', description: "the companion's ffprobe (audio durations; default ffprobe on PATH)" },
   roots: { env: 'SPEAKER_AGENT_ROOTS', description: 'scripts/check-arm64.sh and check-debian-root.sh: cache of the Debian roots (default /var/tmp/speaker-agent-roots)' },
+  aec3Root: { env: 'SPEAKER_AGENT_AEC3_ROOT', description: 'bench webrtc-aec3: the trixie root scripts/webrtc-aec/build.sh made, with the AEC3 tools (default $SPEAKER_AGENT_ROOTS/aec3-trixie-amd64)' },
 } as const;
 
 export type ProcessVariable = keyof typeof PROCESS_VARIABLES;
