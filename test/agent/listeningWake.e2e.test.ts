@@ -3,7 +3,7 @@
 // the wake word, and the tone whole, from its first 20 ms, although listening opened only after the engine had
 // heard the phrase (the pre-roll). The tone stands in for the command so its start can be measured exactly.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -58,6 +58,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop();
   await peer?.kill();
+  // the agent's identity (its client secret) is in there: leave nothing behind
+  if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
 describe('the wake word opens the microphone with its pre-roll (real engine, verified on the received RTP)', () => {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OpenWakeWordSpotter, phraseModelFor, sensitivityToThreshold } from '../../../src/agent/wake/openWakeWord.js';
-import { verifierFor } from '../../../src/agent/wake/wakeVerifier.js';
+import { verifierFor, WakeVerifier } from '../../../src/agent/wake/wakeVerifier.js';
 import { DEFAULT_WAKE_SENSITIVITY } from '../../../src/agent/wake/wakeWord.js';
 import { nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
 
@@ -28,8 +28,12 @@ describe('wake verifier', () => {
     }
   });
 
-  it('says what is wrong with a window of the wrong size', () => {
-    expect(() => verifierFor(phraseModelFor(PHRASE)!)!.probability(new Float32Array(95))).toThrow(/95 features, 1536 weights/);
+  it('says what is wrong with a window of the wrong size, and with weights that do not fit the network', () => {
+    const v = verifierFor(phraseModelFor(PHRASE)!)!;
+    expect(() => v.probability(new Float32Array(95))).toThrow(/95 features, 1536 expected/);
+    expect(v.probability(new Float32Array(1536))).toBeGreaterThanOrEqual(0);
+    const cut = Buffer.from(v.data.weights, 'base64').subarray(4).toString('base64');
+    expect(() => new WakeVerifier({ ...v.data, weights: cut })).toThrow(new RegExp(`${1536 * v.data.hidden + 2 * v.data.hidden - 1} weights for 1536 inputs and ${v.data.hidden} hidden units`));
   });
 
   it('turns down held-out "hey" + name confusions that the phrase model alone accepts, and keeps the phrase', async () => {
