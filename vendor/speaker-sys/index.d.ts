@@ -11,6 +11,10 @@ export function mallocTrim(): boolean;
  *  page cache) and fault in again, page by page (MADV_RANDOM), when used. Bytes of mappings advised, or -errno
  *  (/proc/self/smaps unreadable). */
 export function pageOutFileMappings(): number;
+/** After pageOutFileMappings: how many of those mappings fault back one page at a time instead of the 64 KB around
+ *  each fault (registered with userfaultfd, write-protect, WP_ASYNC: Linux 6.7), or -errno why none (EINVAL: an
+ *  older kernel; EPERM: userfaultfd not allowed). 0 before the page-out. Absent in a build before it. */
+export const faultAroundOff: (() => number) | undefined;
 /** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap.
  *  Undefined when this node's V8 lacks the call (a separate addon, see src/v8_memory.cc). */
 export const memoryPressure: (() => void) | undefined;
