@@ -173,7 +173,7 @@ describe('memory keeper', () => {
 
   // Linux maps the 64 KB around each fault of a file mapping from the page cache: after the page-out each hot page
   // brought 15 neighbours back (issue #18). From 6.7 the page-out turns that off (speaker-sys faultAroundOff).
-  it('real pageOutFileMappings: from Linux 6.7 node\'s code faults back one page at a time, not in 64 KB blocks', async () => {
+  it('real pageOutFileMappings: from Linux 6.7 node\'s code faults back one page at a time, not in 64 KB blocks', async (ctx) => {
     const [major, minor] = (await import('node:os')).release().split('.').map(Number);
     const { execFileSync } = await import('node:child_process');
     const { copyFileSync, mkdtempSync, rmSync } = await import('node:fs');
@@ -209,6 +209,9 @@ describe('memory keeper', () => {
       expect(r.registered).toBe(-22); // EINVAL: no WP_ASYNC before 6.7; the page-out still works (test above)
       return;
     }
+    // EPERM: a seccomp policy around this machine forbids userfaultfd (Docker's default profile does without
+    // CAP_SYS_PTRACE); the agent then keeps fault-around, and this cannot be measured here: skipped, not passed
+    if (r.registered === -1) return ctx.skip('userfaultfd not allowed on this machine (EPERM)');
     expect(r.registered).toBeGreaterThan(0);
     expect(r.touched).toBeGreaterThan(20); // the loop ran node's code
     // with fault-around most touched blocks come back whole (246 of 376 in the agent); page by page, few do
