@@ -15,8 +15,9 @@
 // with a mean fixed for the whole utterance: the model's default for a decoder's first utterance, the previous
 // utterances' after that. The same command then decoded differently with what the decoder had heard before:
 // "fifty" as "sixty" after a quiet speaker (test), "forty percent" as "fourteen percent" in
-// test/cli/listen.test.ts, in its one-breath wake test and its `listen` test (the audio the companion got in
-// both failures decodes right now). The grammar search is cheap: end() took 46 instead of 24 ms (median) for the speech bench's 5.9 s streamed utterance.
+// test/cli/listen.test.ts, in its one-breath wake test and its `listen` test (of the audio the companion got in 5
+// such failures, 4 decode right now; the 5th needed the microphone's Opus band cap, opusCodec.ts). The grammar
+// search is cheap: end() took 46 instead of 24 ms (median) for the speech bench's 5.9 s streamed utterance.
 // Decoders come in pairs from a small pool (default 2 pairs, created on first use); more concurrent streams
 // wait for a free pair while their audio is buffered.
 import koffi from 'koffi';
