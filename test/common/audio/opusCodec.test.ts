@@ -102,6 +102,8 @@ describe('Opus codec', () => {
     };
     const clean = run(0);
     expect(Math.min(...clean.configs)).toBeGreaterThanOrEqual(16);
+    // CELT at most super-wideband (configurations 24-27; full band would be 28-31): the bits stay below 12 kHz
+    expect(Math.max(...clean.configs)).toBeLessThanOrEqual(27);
     enc.setExpectedLoss(10);
     expect(enc.expectedLoss).toBe(10);
     const lossy = run(25);

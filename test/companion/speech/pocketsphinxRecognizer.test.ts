@@ -67,6 +67,21 @@ describe('PocketsphinxRecognizer', () => {
     expect(r.text).toBe('');
   });
 
+  it('hears a command the same whatever the decoder heard before (a quiet speaker first)', async () => {
+    // One decoder pair, so the command meets the decoders that heard the quiet speaker. Streamed, the grammar
+    // decoder normalised with the previous utterances' cepstral mean: "fifty" was heard as "sixty" here.
+    const one = new PocketsphinxRecognizer({ maxConcurrent: 1 });
+    try {
+      const quiet = speech('the children are reading a story in the garden and the weather is lovely', 'kal').map((v) => Math.round(v * 0.02));
+      for (let i = 0; i < 2; i++) await one.recognize(quiet);
+      for (const n of ['forty', 'fifty', 'sixty']) {
+        expect(await one.recognize(speech(`set the volume to ${n} percent`))).toMatchObject({ text: `set the volume to ${n} percent`, grammarMatch: true });
+      }
+    } finally {
+      await one.close();
+    }
+  });
+
   it('applies new story names to the next utterance', async () => {
     rec.setStoryNames(['Goldilocks']);
     expect(rec.grammarText).toContain('<story_name> = goldilocks;');
