@@ -1,4 +1,4 @@
-// Small signal measurements used by tests, the VAD and voice analysis: level, silence and dominant frequency.
+// Small signal helpers used by tests, the VAD and voice analysis: level, silence, dominant frequency, joining PCM.
 
 /** RMS level in dBFS (a full-scale square wave is 0 dBFS, a full-scale sine about -3 dBFS). -Infinity for silence. */
 export function rmsDbfs(pcm: Int16Array): number {
@@ -94,5 +94,16 @@ export function sineWave(freqHz: number, sampleRate: number, durationSec: number
   const out = new Int16Array(n);
   const w = (2 * Math.PI * freqHz) / sampleRate;
   for (let i = 0; i < n; i++) out[i] = Math.round(Math.sin(w * i) * amplitude * 32767);
+  return out;
+}
+
+/** The parts one after the other, in one new array. */
+export function concatPcm(parts: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }

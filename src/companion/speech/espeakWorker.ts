@@ -6,6 +6,7 @@
 //                     { type: 'audio', job, pcm } (several), { type: 'done', job, events, samples } | { type: 'error', job, message }
 import { EspeakEngine, type EspeakVoiceSettings } from './espeakEngine.js';
 import { processVariable } from '../../common/processEnv.js';
+import { concatPcm } from '../../common/audio/signal.js';
 
 interface SynthRequest {
   type: 'synth';
@@ -55,7 +56,7 @@ process.on('message', (msg: SynthRequest) => {
     let batchLimit = 1;
     const flush = () => {
       if (batched === 0) return;
-      const pcm = batch.length === 1 ? batch[0] : concat(batch, batched);
+      const pcm = batch.length === 1 ? batch[0] : concatPcm(batch);
       send({ type: 'audio', job, pcm });
       batch = [];
       batched = 0;
@@ -79,13 +80,3 @@ process.on('message', (msg: SynthRequest) => {
 });
 
 process.on('disconnect', () => process.exit(0));
-
-function concat(parts: Int16Array[], total: number): Int16Array {
-  const out = new Int16Array(total);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}

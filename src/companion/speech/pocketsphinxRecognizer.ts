@@ -26,6 +26,7 @@ import path from 'node:path';
 import type { Recognition, RecognitionMode, Recognizer, RecognizerStream, RecognizerStreamOptions } from './recognizer.js';
 import { SpeechError } from './speechError.js';
 import { buildCommandGrammar, EXTRA_PRONUNCIATIONS } from './commandGrammar.js';
+import { concatPcm } from '../../common/audio/signal.js';
 
 export interface PocketsphinxOptions {
   /** directory holding en-us/, cmudict-en-us.dict, en-us.lm.bin (default Debian's) */
@@ -349,7 +350,7 @@ class SphinxStream implements RecognizerStream {
       throw this.aborted ? new SpeechError('ABORTED', 'recognition aborted') : wrap(err);
     }
     const a = sphinx();
-    const whole = this.mode === 'command' ? concat(this.whole.splice(0)) : undefined;
+    const whole = this.mode === 'command' ? concatPcm(this.whole.splice(0)) : undefined;
     try {
       const hyps = await Promise.all(
         this.decoders(pair).map((d) =>
@@ -390,16 +391,6 @@ class SphinxStream implements RecognizerStream {
       })
       .catch(() => {});
   }
-}
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function wrap(err: unknown): SpeechError {

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeWav } from '../../../src/common/audio/wav.js';
 import { resample } from '../../../src/common/audio/resample.js';
+import { concatPcm as concatAll } from '../../../src/common/audio/signal.js';
 
 export const FIXTURE_DIR = path.resolve(import.meta.dirname, '../../../.test-runtime/speech-fixtures');
 
@@ -34,13 +35,7 @@ export function whiteNoise(samples: number, amplitude: number, seed = 1): Int16A
 }
 
 export function concatPcm(...parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return concatAll(parts);
 }
 
 /** Splits pcm into consecutive frames of `size` samples (the last one may be shorter). */
