@@ -10,6 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { OpenWakeWordSpotter, phraseModelFor, sensitivityToThreshold } from '../../src/agent/wake/openWakeWord.ts';
 import { resample } from '../../src/common/audio/resample.ts';
+import { concatPcm } from '../../src/common/audio/signal.ts';
 import { decodeWav } from '../../src/common/audio/wav.ts';
 
 const RATE = 16000;
@@ -52,15 +53,6 @@ function noise(samples, rms, seed, pinkish = false) {
   const g = rms / Math.sqrt(e / samples);
   return Int16Array.from(f, (v) => Math.max(-32768, Math.min(32767, Math.round(v * g))));
 }
-const concat = (...parts) => {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
 
 const w = decodeWav(readFileSync(wavFile));
 let phrase = w.sampleRate === RATE ? w.pcm : resample(w.pcm, w.sampleRate, RATE);
@@ -71,9 +63,9 @@ while (a < b && Math.abs(phrase[a]) < 100) a++;
 while (b > a && Math.abs(phrase[b]) < 100) b--;
 phrase = phrase.slice(a, b + 1);
 const lead = noise(1.5 * RATE, 30, 1);
-const clip = concat(lead, phrase, noise(1.5 * RATE, 30, 2));
+const clip = concatPcm([lead, phrase, noise(1.5 * RATE, 30, 2)]);
 const phraseEnd = (lead.length + phrase.length) / RATE;
-const loud = concat(noise(5 * RATE, 3000, 3, true), noise(5 * RATE, 3000, 4));
+const loud = concatPcm([noise(5 * RATE, 3000, 3, true), noise(5 * RATE, 3000, 4)]);
 
 const threshold = sensitivityToThreshold(0.5); // the agent's default sensitivity
 const spotter = await OpenWakeWordSpotter.open({ phrase: 'hey jarvis', model: phraseModelFor('hey jarvis'), threshold });
