@@ -41,6 +41,10 @@ export interface PlaybackDevice {
   /** ms of silence the device played for want of frames since it opened: the echo canceller's reference
    *  (echoReference.ts) inserts it, so an underrun does not shift what it expects to hear. */
   readonly starvedMs?: number;
+  /** Set by the consumer: called, in order with onHanded, when the device has played ms of silence for want of
+   *  frames. The silence came before the queuedMs of frames still queued (written after it ran dry), which the
+   *  echo canceller's reference therefore moves that much later (echoReference.ts noteStarved). */
+  onStarved?: (ms: number, queuedMs: number) => void;
 }
 
 export interface AudioBackend {

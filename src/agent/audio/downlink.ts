@@ -99,6 +99,7 @@ export class Downlink {
   async start(): Promise<void> {
     if (this.running) return;
     this.playback.onHanded = (at) => this.onHanded(at);
+    this.playback.onStarved = (ms, queuedMs) => this.echoReference?.noteStarved(ms, queuedMs);
     this.playback.onReady = () => this.onReady();
     await this.playback.start();
     this.running = true;
@@ -168,7 +169,7 @@ export class Downlink {
     // What is written (and what an echo canceller's reference records) is the mix.
     this.echoGate.notePlayback(frame, this.playback.queuedMs);
     if (this.overlay) frame = this.overlay.mix(frame);
-    this.echoReference?.notePlayback(frame, this.playback.queuedMs, this.playback.starvedMs);
+    this.echoReference?.notePlayback(frame, this.playback.queuedMs);
     const before = this.playback.queuedMs;
     this.playback.write(frame);
     if (this.pendingCount === FIFO) {

@@ -8,9 +8,9 @@
 // collapsed). The mic stage (micStages.ts) lets the half-duplex gate take over unless it is converged.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
-import { fft } from '../../common/audio/signal.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { EchoDelay, type DelayEstimate } from './echoDelay.js';
+import { EchoPrimer } from './echoPrimer.js';
 import { EchoReference, JUMP_MS, nsToSamples, StreamClock } from './echoReference.js';
 import { SpeexEcho, SpeexResampler } from './speexEcho.js';
 
@@ -82,11 +82,15 @@ const CONVERGED_DB = 20;
  *  path: a gate closed for that would cut a user talking over the assistant. */
 const MOVED_CONFIDENCE = 12;
 const MOVED_MS = 3;
-/** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see primeRoom). */
+/** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see roomJob). */
 const ROOM_DB = 25;
 /** seconds of reference a restart trains speex on with the kept room (1 s: 18-23 dB after it, 2 s: 26-28 dB,
- *  measured, agent-aec); about 30 ms of work at once, at such a restart only */
+ *  measured, agent-aec); at such a restart only, spread over ~15 frames (PRIME_FRAMES_PER_FRAME) */
 const ROOM_PRIME_SECONDS = 2;
+/** training frames (echoPrimer.ts) run per captured frame: 2 s of training and the frames captured meanwhile take
+ *  ~15 captured frames (300 ms), 1-3 ms of work each; done at once, 30-90 ms on the loaded test machine stalled
+ *  the event loop and the speaker underran (one 20 ms frame is queued ahead of it) */
+const PRIME_FRAMES_PER_FRAME = 8;
 /** blocks (of playback) the gate holds at most after a break in the echo path (checkBreaks) */
 const BREAK_HOLD_BLOCKS = 3;
 /** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
@@ -116,8 +120,11 @@ export class EchoCanceller {
   private readonly micHistory: Int16Array;
   private readonly refAligned: Int16Array;
   private readonly out48 = new Int16Array(FRAME_SAMPLES);
-  private readonly primeMic: Int16Array;
-  private readonly primeRef: Int16Array;
+  /** speex being trained (a restart, or the steady filter's lesson), a slice per captured frame: the training
+   *  frames, then the live frames captured meanwhile (backlog), in order, so the filter sees one continuous
+   *  stream. steadyOnly: the fast filter runs live meanwhile; else the microphone passes as it is until the
+   *  restarted filter has caught up (the gate covers the echo: the canceller is not converged then). */
+  private job: { primer: EchoPrimer; steadyOnly: boolean; backlog: Array<{ mic: Int16Array; ref: Int16Array }> } | undefined;
   /** speex starts afresh before the next frame, primed with the far end alone (silent) or with the room */
   private restartPending: false | 'silent' | 'room' = false;
   /** the fast filter has just converged: the steady one is trained on its response before the next frame */
@@ -139,7 +146,7 @@ export class EchoCanceller {
   private erleHold = 0;
   private erleDb: number | undefined;
   private closed = false;
-  /** the streams' discontinuities last seen: the speaker's starved ms, the reference's and the microphone's jumps */
+  /** the streams' discontinuities last seen: the reference's and the microphone's jumps */
   private breaksSeen = '';
   /** blocks left of the gate's hold after a break */
   private breakHold = 0;
@@ -167,8 +174,6 @@ export class EchoCanceller {
     this.refNow = new Int16Array(this.frame);
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
-    this.primeMic = new Int16Array(this.frame);
-    this.primeRef = new Int16Array(this.frame);
     this.log = o.logger ?? silentLogger;
   }
 
@@ -200,10 +205,18 @@ export class EchoCanceller {
       if (this.restartPending) this.prime(pos - Math.max(0, this.delayInUse - this.margin), this.restartPending);
       else if (this.steadyPending) this.primeSteady(pos - Math.max(0, this.delayInUse - this.margin));
       this.reference.read(pos - Math.max(0, this.delayInUse - this.margin), this.refAligned);
-      this.cleaned.set(this.speex.process(mic, this.refAligned));
-      this.linear.set(this.speex.linear);
-      out = this.cleaned;
-      this.judge(mic, this.linear, this.refAligned);
+      const job = this.job;
+      if (!job || job.steadyOnly) {
+        this.cleaned.set(this.speex.process(mic, this.refAligned));
+        this.linear.set(this.speex.linear);
+        out = this.cleaned;
+        this.judge(mic, this.linear, this.refAligned);
+        if (job) this.stepJob(job, mic);
+      } else if (this.stepJob(job, mic)) {
+        // the restarted filter has caught up with this frame: its output is this frame's
+        out = this.cleaned;
+        this.judge(mic, this.linear, this.refAligned);
+      }
     }
     if (!this.up) {
       this.out48.set(out);
@@ -266,23 +279,28 @@ export class EchoCanceller {
   }
 
   /**
-   * A speaker underrun (or a stream re-anchored) is a break in the echo path: the reference inserts the silence
-   * the device reports, but what the sound server really played differs by a little, and a shift of even 1-2 ms
-   * misplaces every tap of the filter. Measured on the echo room under load: ERLE 0-3 dB right after such an
-   * underrun, for 1-2 s, the echo on the wire and the companion hearing its own story. The gate takes over at
-   * once (the echo of what follows the break reaches the microphone a bulk delay later, so nothing leaks) until
-   * the filter has proved itself again (two blocks >= CONVERGED_DB), for BREAK_HOLD_BLOCKS at most: the user
-   * talking over the assistant keeps the blocks low, and must not be cut for long. A filter that lost the echo
-   * (a block under COLLAPSED_DB then) starts afresh, primed. A path that really moved is re-tracked.
+   * A stream re-anchored (its stamps jumped: a device reopened, capture samples lost) is a break in the echo path:
+   * where the new samples sit is known only to the stamps' jitter, and a shift of even 1-2 ms misplaces every
+   * tap of the filter. The gate takes over at once (the echo of what follows the break reaches the microphone a
+   * bulk delay later, so nothing leaks) until the filter has proved itself again (two blocks >= CONVERGED_DB),
+   * for BREAK_HOLD_BLOCKS at most: the user talking over the assistant keeps the blocks low, and must not be cut
+   * for long. A filter that lost the echo (a block under COLLAPSED_DB then) starts afresh, primed. A path that
+   * really moved is re-tracked.
+   * A speaker underrun is not a break: the reference puts the silence the device played where it played it
+   * (EchoReference.noteStarved). It used to put it one frame late (after the frame a stalled event loop wrote
+   * on the report before the silence's), and the filter lost 10-30 dB for 200-400 ms after each underrun on the
+   * loaded test machine (echo only: 24-49 dB before, 4-16 dB after), so the gate held 400-600 ms after every
+   * underrun, cutting a user talking over the assistant (double talk heard in 58-75 % of the windows when it
+   * fell in the command); placed right, the filter keeps 19-46 dB through them.
    */
   private checkBreaks(): void {
-    const breaks = `${this.reference.stats.starvedMs} ${this.reference.stats.jumps} ${this.clock.jumps}`;
+    const breaks = `${this.reference.stats.jumps} ${this.clock.jumps}`;
     if (breaks === this.breaksSeen) return;
     this.breaksSeen = breaks;
     if (this.state !== 'converged') return;
     this.resetJudgement();
     this.breakHold = BREAK_HOLD_BLOCKS;
-    this.setState('converging', `a break in the echo path (speaker underrun or stream re-anchored; starved ms, reference and microphone jumps: ${breaks})`);
+    this.setState('converging', `a break in the echo path (a stream re-anchored; reference and microphone jumps: ${breaks})`);
   }
 
   /** A new estimate that does not (yet) change the delay: a sure one far from the delay in use means the echo
@@ -301,7 +319,7 @@ export class EchoCanceller {
   }
 
   /** Averages the sure estimates near the delay in use: the echo's creep the filter follows by itself, which a
-   *  kept room must be moved by when the delay in use changes (primeRoom). */
+   *  kept room must be moved by when the delay in use changes (roomJob). */
   private noteEstimate(e: DelayEstimate): void {
     if (this.delayInUse === undefined || e.confidence < MOVED_CONFIDENCE) return;
     const samples = (e.delayMs * this.rate) / 1000;
@@ -319,8 +337,8 @@ export class EchoCanceller {
    * started in the middle of speech it took huge steps, diverged, and stayed stuck at 5-10 dB for 15 s and more
    * (measured on a recording from the echo room, 5 ms frames; 10-20 ms frames recover in seconds). With the far
    * end's power known first, it reached 20-27 dB within 1 s from every start point tried. A silent microphone
-   * leaves no error to adapt the filter on, so priming only fills the estimates. Costs one second of speex's
-   * work at once (a few ms), at each restart only.
+   * leaves no error to adapt the filter on, so priming only fills the estimates. One second of speex's work, at
+   * each restart only, run a slice per captured frame (stepJob).
    */
   private prime(refPos: number, how: 'silent' | 'room'): void {
     this.restartPending = false;
@@ -328,10 +346,37 @@ export class EchoCanceller {
     this.speex.reset();
     const n = Math.floor(this.rate / this.frame) * this.frame;
     if (how === 'room' && this.room) {
-      this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.room);
+      this.job = this.roomJob(refPos, ROOM_PRIME_SECONDS * n, this.room, this.roomOffset, false);
       return;
     }
-    for (let p = refPos - n; p < refPos; p += this.frame) this.speex.process(this.primeMic, this.reference.read(p, this.primeRef));
+    const ref = new Int16Array(n);
+    this.reference.read(refPos - n, ref);
+    this.job = { primer: new EchoPrimer({ reference: ref, frame: this.frame, rate: this.rate }), steadyOnly: false, backlog: [] };
+  }
+
+  /**
+   * Runs the job's next slice (PRIME_FRAMES_PER_FRAME frames of training, then of the backlog); the live frame
+   * joins the backlog first. Returns true when the job has caught up with the live frame (a full restart's
+   * output of it is then in `cleaned` and `linear`).
+   */
+  private stepJob(job: NonNullable<EchoCanceller['job']>, mic: Int16Array): boolean {
+    job.backlog.push({ mic: mic.slice(), ref: this.refAligned.slice() });
+    for (let budget = PRIME_FRAMES_PER_FRAME; budget > 0; budget--) {
+      const t = job.primer.next() ?? job.backlog.shift();
+      if (!t) break;
+      if (job.steadyOnly) this.speex.trainSteady(t.mic, t.ref);
+      else {
+        this.cleaned.set(this.speex.process(t.mic, t.ref));
+        this.linear.set(this.speex.linear);
+      }
+    }
+    if (!job.primer.done || job.backlog.length > 0) return false;
+    this.job = undefined;
+    if (job.steadyOnly) {
+      this.speex.steadyPaused = false;
+      this.speex.steadyAllowed = true;
+    }
+    return true;
   }
 
   /**
@@ -347,53 +392,29 @@ export class EchoCanceller {
    * afresh when the old room had not converged within 1 s, 4.4 s, measured, echoDelay.test.ts); a filter that
    * makes the echo louder restarts (judge).
    */
-  private primeRoom(refPos: number, n: number, h: Float32Array, offset = this.roomOffset, steadyOnly = false): void {
+  private roomJob(refPos: number, n: number, h: Float32Array, offset: number, steadyOnly: boolean): NonNullable<EchoCanceller['job']> {
     const L = h.length;
-    let size = 1;
-    while (size < n + 2 * L) size <<= 1;
     const ref = new Int16Array(n + L);
     this.reference.read(refPos - n - L, ref);
-    // echo = ref * h by FFT: (R H), inverse as conj(FFT(conj(.))) / size
-    const re = new Float64Array(size);
-    const im = new Float64Array(size);
-    const hr = new Float64Array(size);
-    const hi = new Float64Array(size);
-    for (let i = 0; i < ref.length; i++) re[i] = ref[i];
     // the echo lay roomOffset later than the old delay in use; the new one is where the echo is
-    for (let i = 0; i < L; i++) hr[i] = h[i + offset] ?? 0;
-    fft(re, im);
-    fft(hr, hi);
-    for (let k = 0; k < size; k++) {
-      const a = re[k] * hr[k] - im[k] * hi[k];
-      const b = re[k] * hi[k] + im[k] * hr[k];
-      re[k] = a;
-      im[k] = -b;
-    }
-    fft(re, im);
-    const echo = new Int16Array(n);
-    for (let i = 0; i < n; i++) echo[i] = clamp16(re[L + i] / size);
-    // speex takes the DC off the microphone (its notch) and not off the reference, so the response it reports
-    // includes the notch: trained on (ref * h, ref) it would learn the notch twice. Fed the reference notched the
-    // same way instead, it sees notch(ref * h) = h * notch(ref) and learns h as it was.
-    const far = notchDc(ref, this.rate);
-    for (let i = 0; i < n; i += this.frame) {
-      if (steadyOnly) this.speex.trainSteady(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
-      else this.speex.process(echo.subarray(i, i + this.frame), far.subarray(L + i, L + i + this.frame));
-    }
+    const room = new Float32Array(L);
+    for (let i = 0; i < L; i++) room[i] = h[i + offset] ?? 0;
+    return { primer: new EchoPrimer({ reference: ref, frame: this.frame, room, rate: this.rate }), steadyOnly, backlog: [] };
   }
 
   /**
    * The fast filter has converged: the steady one (speexEcho.ts), adapting slower, is not there yet (3.2 s against
    * 1.9 s from the first far-end speech, in-process), and a user talking before it is would meet the fast one.
-   * So it learns the fast filter's response as primeRoom teaches a restarted filter the kept room (2 s of
-   * reference through it, ~15 ms of work once), and may take over from then on.
+   * So it learns the fast filter's response as roomJob teaches a restarted filter the kept room (2 s of
+   * reference through it, a slice per captured frame: stepJob), and may take over from then on.
    */
   private primeSteady(refPos: number): void {
     this.steadyPending = false;
     if (!this.speex.hasSteady) return;
     const n = Math.floor(this.rate / this.frame) * this.frame;
-    this.primeRoom(refPos, ROOM_PRIME_SECONDS * n, this.speex.impulseResponse(), 0, true);
-    this.speex.steadyAllowed = true;
+    // the steady filter learns from this frame on (the job runs it on the frames captured meanwhile)
+    this.speex.steadyPaused = true;
+    this.job = this.roomJob(refPos, ROOM_PRIME_SECONDS * n, this.speex.impulseResponse(), 0, true);
   }
 
   private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
@@ -460,27 +481,6 @@ export class EchoCanceller {
     this.log.info({ state, reason }, `echo canceller: ${state}`);
     this.onState?.(state, reason);
   }
-}
-
-/** speex's DC notch (mdf.c filter_dc_notch16, its radius per rate), on a whole signal. */
-function notchDc(x: Int16Array, rate: number): Int16Array {
-  const r = rate < 12_000 ? 0.9 : rate < 24_000 ? 0.982 : 0.992;
-  const den2 = r * r + 0.7 * (1 - r) * (1 - r);
-  const y = new Int16Array(x.length);
-  let m0 = 0;
-  let m1 = 0;
-  for (let i = 0; i < x.length; i++) {
-    const vin = x[i];
-    const vout = m0 + vin;
-    m0 = m1 + 2 * (-vin + r * vout);
-    m1 = vin - den2 * vout;
-    y[i] = clamp16(r * vout);
-  }
-  return y;
-}
-
-function clamp16(x: number): number {
-  return Math.max(-32768, Math.min(32767, Math.round(x)));
 }
 
 function round1(x: number): number {

@@ -120,6 +120,28 @@ export class EchoReference {
     this.stats.frames++;
   }
 
+  /**
+   * The device played `ms` of silence for want of frames before the last `queuedMs` written (PlaybackDevice
+   * onStarved): those move that much later and the stream goes on after them. Measured on the loaded test
+   * machine: a stalled event loop wrote the next frame on the report of the last one handed, before the reports
+   * of the silence that had already played; counted at the next write, the silence landed after that frame,
+   * one frame (20 ms) of reference 20-80 ms early and the echo of it unexplained: the filter lost 10-30 dB for
+   * 200-400 ms after each underrun.
+   */
+  noteStarved(ms: number, queuedMs: number): void {
+    if (!(ms > 0)) return;
+    const gap = Math.round((ms * this.rate) / 1000);
+    this.stats.starvedMs += ms;
+    this.clock.skip(gap);
+    if (!Number.isFinite(this.end)) return;
+    const q = Math.min(Math.round((queuedMs * this.rate) / 1000), this.size - gap);
+    if (q <= 0) return;
+    const tail = this.read(this.end - q, new Int16Array(q));
+    const from = this.end - q;
+    for (let p = from; p < this.end; p++) this.ring[mod(p, this.size)] = 0;
+    this.write(from + gap, tail);
+  }
+
   /** Writes samples at an absolute position; a gap since the last write becomes silence. */
   write(pos: number, pcm: Int16Array): void {
     const size = this.size;

@@ -330,6 +330,7 @@ class PortAudioPlayback implements PlaybackDevice {
   onError?: (err: AudioDeviceError) => void;
   /** Called, in order, each time the audio callback has taken a frame (handed it to ALSA). */
   onHanded?: (atNs: bigint) => void;
+  onStarved?: (ms: number, queuedMs: number) => void;
   private io: FrameIO | undefined;
   private watchdog: StallWatchdog | undefined;
   private failed = false;
@@ -418,7 +419,14 @@ class PortAudioPlayback implements PlaybackDevice {
       this.stats.starved++;
       this.stats.starvedBytes += starved;
     }
-    if (consumed === 0) return;
+    if (consumed > 0) this.handed(consumed);
+    // The callback ran dry after `consumed`: whatever is queued now (reports come in order) was written after
+    // that, while the silence played. The downlink, stalled, typically wrote the next frame on the report before
+    // this one's, as if it followed the last without a gap.
+    if (starved > 0) this.onStarved?.((starved / FRAME_BYTES) * 20, this.queuedMs);
+  }
+
+  private handed(consumed: number): void {
     // Whole frames handed: the ring only ever holds whole frames and the callback takes one per period.
     const before = Math.floor(this.consumed / FRAME_BYTES);
     this.consumed += consumed;

@@ -180,6 +180,7 @@ export class ResilientCapture extends ResilientDevice<CaptureDevice> implements 
 export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implements PlaybackDevice {
   onHanded?: (atNs: bigint) => void;
   onReady?: () => void;
+  onStarved?: (ms: number, queuedMs: number) => void;
 
   constructor(opts: ResilientDeviceOptions) {
     super(opts, 'speaker');
@@ -206,6 +207,7 @@ export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implement
   protected async openInner(): Promise<PlaybackDevice> {
     const dev = this.opts.backend.openPlayback(this.opts.deviceName);
     dev.onHanded = (at) => this.onHanded?.(at);
+    dev.onStarved = (ms, queuedMs) => this.onStarved?.(ms, queuedMs);
     await dev.start();
     return dev;
   }

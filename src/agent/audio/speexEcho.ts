@@ -128,6 +128,9 @@ export class SpeexEcho {
   private steadyInUse = false;
   /** set by the caller once the fast filter has proved itself: the steady one may take over from then on */
   steadyAllowed = false;
+  /** set by the caller while it trains the steady filter (trainSteady) on what it would have processed: process()
+   *  runs the fast filter only */
+  steadyPaused = false;
   private steadyWins = 0;
   private cmpMic = 0;
   private cmpFast = 0;
@@ -198,7 +201,7 @@ export class SpeexEcho {
     const s = api!;
     const f = this.frameSize;
     for (let i = 0; i < n; i += f) s.echoCancel(this.echo, mic.subarray(i, i + f), reference.subarray(i, i + f), this.fastOut.subarray(i, i + f));
-    if (this.steady) {
+    if (this.steady && !this.steadyPaused) {
       const g = this.steadyFrame;
       for (let i = 0; i < n; i += g) s.echoCancel(this.steady, mic.subarray(i, i + g), reference.subarray(i, i + g), this.steadyOut.subarray(i, i + g));
       if (!this.steadyInUse && this.steadyAllowed) this.compare(mic);
@@ -270,7 +273,7 @@ export class SpeexEcho {
     if (!this.echo) return;
     api!.echoReset(this.echo);
     if (this.steady) api!.echoReset(this.steady);
-    this.steadyInUse = this.steadyAllowed = false;
+    this.steadyInUse = this.steadyAllowed = this.steadyPaused = false;
     this.steadyWins = this.cmpMic = this.cmpFast = this.cmpSteady = this.cmpN = 0;
   }
 

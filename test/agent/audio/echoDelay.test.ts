@@ -63,7 +63,7 @@ describe('echo delay estimation (GCC-PHAT)', () => {
     expect(states[1].reason).toMatch(/echo path moved: 150 ms found/);
     expect(states[1].atMs - 10_000).toBeLessThanOrEqual(2000);
     // re-tracked and re-converged within 2 s of the change: the same room, only later, so the filter restarts
-    // trained on the room it had (echoCanceller.ts, primeRoom)
+    // trained on the room it had (echoCanceller.ts, roomJob)
     expect(states[2].atMs - 10_000).toBeLessThanOrEqual(2000);
     expect(energyRatioDb(room.mic, sent, 12 * S, 20 * S)).toBeGreaterThanOrEqual(25);
     expect(aec.stats().delayMs).toBeCloseTo(150, 0);
@@ -156,6 +156,24 @@ describe('stream placement on the timeline', () => {
     ref.read(at, out);
     expect(out.every((v) => v === 0)).toBe(true);
   });
+
+  it('silence the device played before the frames still queued moves them later (the reports of a stalled event loop)', () => {
+    let ns = 1_000_000_000n;
+    const ref = new EchoReference({ rate: 48_000, nowNs: () => ns, ringMs: 500 });
+    const at = (Number(ns) * 48_000) / 1e9;
+    // A handed, B written on A's report (one frame queued) before the reports of 40 ms of silence played before B
+    ref.notePlayback(new Int16Array(960).fill(100), 0);
+    ns += 20_000_000n;
+    ref.notePlayback(new Int16Array(960).fill(200), 0);
+    ref.noteStarved(40, 20);
+    ns += 60_000_000n;
+    ref.notePlayback(new Int16Array(960).fill(300), 0);
+    const out = new Int16Array(960 * 5);
+    ref.read(at, out);
+    const at20ms = (k: number) => out[k * 960 + 480];
+    expect([0, 1, 2, 3, 4].map(at20ms)).toEqual([100, 0, 0, 200, 300]);
+    expect(ref.stats.starvedMs).toBe(40);
+  });
 });
 
 describe('echo delay on a silent microphone', () => {
@@ -202,13 +220,13 @@ describe('an underrun on the speaker', () => {
     return { states, stats, erleAfter: energyRatioDb(room.mic, sent, 10.15 * S, 11.15 * S) };
   }
 
-  it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no restart (the gate only until the filter proves itself again)', () => {
+  it('told how much silence the device played, the reference keeps the alignment: no re-tracking, no restart, the gate stays open', () => {
     const told = underrun(true);
     expect(told.stats.delayChanges).toBe(1);
     expect(told.stats.resets).toBe(0);
-    // a real sound server's silence is not always what the device reports (echoCanceller.ts checkBreaks): the
-    // gate for two good blocks
-    expect(told.states).toEqual(['converged', 'converging', 'converged']);
+    // an underrun the reference accounts for is no break in the echo path (echoCanceller.ts checkBreaks): a user
+    // talking over the assistant is not cut for it
+    expect(told.states).toEqual(['converged']);
     expect(told.erleAfter).toBeGreaterThanOrEqual(25);
     // without it the echo moves 40 ms and the canceller must find it again (so the check above can fail)
     const blind = underrun(false);
