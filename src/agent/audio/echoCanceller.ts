@@ -91,6 +91,9 @@ const ROOM_PRIME_SECONDS = 2;
  *  ~15 captured frames (300 ms), 1-3 ms of work each; done at once, 30-90 ms on the loaded test machine stalled
  *  the event loop and the speaker underran (one 20 ms frame is queued ahead of it) */
 const PRIME_FRAMES_PER_FRAME = 8;
+/** blocks (of playback) after a speaker underrun in which an output louder than the microphone means the echo
+ *  path moved with it (checkBreaks) */
+const UNDERRUN_WATCH_BLOCKS = 2;
 /** blocks (of playback) the gate holds at most after a break in the echo path (checkBreaks) */
 const BREAK_HOLD_BLOCKS = 3;
 /** the best recent ERLE decays by this per block (2 dB/s of far-end activity); below COLLAPSED_DB = collapsed */
@@ -150,6 +153,9 @@ export class EchoCanceller {
   private breaksSeen = '';
   /** blocks left of the gate's hold after a break */
   private breakHold = 0;
+  /** the speaker's starved ms last seen, and the blocks left to watch after an underrun (checkBreaks) */
+  private starvedSeen = 0;
+  private underrunWatch = 0;
   private readonly counts = { delayChanges: 0, resets: 0, framesProcessed: 0 };
   /** called on every state change, with the reason */
   onState: ((state: AecState, reason: string) => void) | undefined;
@@ -291,9 +297,18 @@ export class EchoCanceller {
    * on the report before the silence's), and the filter lost 10-30 dB for 200-400 ms after each underrun on the
    * loaded test machine (echo only: 24-49 dB before, 4-16 dB after), so the gate held 400-600 ms after every
    * underrun, cutting a user talking over the assistant (double talk heard in 58-75 % of the windows when it
-   * fell in the command); placed right, the filter keeps 19-46 dB through them.
+   * fell in the command); placed right, the filter keeps 19-46 dB through them. Not always: once in ~20 runs
+   * the echo moved ~15 ms at an underrun (what the sound server played differed from what the device reported)
+   * and the output came out 2-3 dB louder than the microphone, echo on the wire until the filter was declared
+   * diverged 600 ms later. So the first blocks after an underrun are watched: louder than the microphone (which
+   * a filter in place never is, the user talking or not: it only takes echo away) is a break.
    */
   private checkBreaks(): void {
+    const starved = this.reference.stats.starvedMs;
+    if (starved !== this.starvedSeen) {
+      this.starvedSeen = starved;
+      if (this.state === 'converged') this.underrunWatch = UNDERRUN_WATCH_BLOCKS;
+    }
     const breaks = `${this.reference.stats.jumps} ${this.clock.jumps}`;
     if (breaks === this.breaksSeen) return;
     this.breaksSeen = breaks;
@@ -441,8 +456,14 @@ export class EchoCanceller {
       this.room = this.speex.impulseResponse(this.room);
       this.roomOffset = Math.round(this.delaySeen - this.delayInUse!);
     }
+    const watched = this.underrunWatch > 0;
+    if (watched) this.underrunWatch--;
     if (this.state === 'converged') {
-      if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
+      if (watched && erle < 0) {
+        this.resetJudgement();
+        this.breakHold = BREAK_HOLD_BLOCKS;
+        this.setState('converging', `a break in the echo path at a speaker underrun (the output ${round1(-erle)} dB louder than the microphone)`);
+      } else if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
       else if (this.erleHold < COLLAPSED_DB) this.diverge(`the echo reduction fell below ${COLLAPSED_DB} dB`);
     } else if (this.breakHold > 0 && --this.breakHold === 0 && this.goodBlocks < 2) {
       if (erle < COLLAPSED_DB) {
@@ -467,6 +488,7 @@ export class EchoCanceller {
 
   private resetJudgement(): void {
     this.breakHold = 0;
+    this.underrunWatch = 0;
     this.delay.relaxed = false;
     this.blockIn = this.blockOut = this.blockFrames = 0;
     this.goodBlocks = this.loudBlocks = 0;
