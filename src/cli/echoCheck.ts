@@ -77,13 +77,15 @@ export async function checkEcho(
         let frame: Int16Array = silence;
         if (written >= 0 && written * FRAME_SAMPLES < signal.length) frame = signal.subarray(written * FRAME_SAMPLES, (written + 1) * FRAME_SAMPLES);
         if (written >= 0) written++;
-        reference.notePlayback(frame, pb!.queuedMs, pb!.starvedMs);
+        reference.notePlayback(frame, pb!.queuedMs);
         const before = pb!.queuedMs;
         pb!.write(frame);
         if (pb!.queuedMs <= before && pb!.queuedMs < 20) return;
       }
     };
     pb.onHanded = write;
+    // silence the speaker played for want of frames, placed where it played (before the frames still queued)
+    pb.onStarved = (ms, queuedMs) => reference!.noteStarved(ms, queuedMs);
     await pb.start();
     write();
     const measureFrom = BigInt(probeMs - MEASURE_MS) * 1_000_000n;
@@ -114,7 +116,10 @@ export async function checkEcho(
     reference.close();
     return { name: 'echo', status: 'fail', detail: `cannot play and record at once: ${(err as Error).message}`, fix: 'see the capture and playback checks', category: 'audio' };
   } finally {
-    if (pb) pb.onHanded = undefined;
+    if (pb) {
+      pb.onHanded = undefined;
+      pb.onStarved = undefined;
+    }
     await cap?.stop().catch(() => undefined);
     await pb?.stop().catch(() => undefined);
   }

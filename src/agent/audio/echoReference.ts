@@ -87,7 +87,6 @@ export class EchoReference {
   private readonly nowNs: () => bigint;
   /** end of what was written (absolute position); slots before end - size are gone */
   private end = -Infinity;
-  private lastStarvedMs: number | undefined;
   readonly stats = { frames: 0, jumps: 0, starvedMs: 0 };
 
   constructor(o: EchoReferenceOptions) {
@@ -99,19 +98,9 @@ export class EchoReference {
     this.nowNs = o.nowNs ?? (() => process.hrtime.bigint());
   }
 
-  /** The downlink hands this frame (48 kHz) to the speaker with queuedMs of audio ahead of it; starvedMs is the
-   *  device's count of silence played for want of frames (PlaybackDevice.starvedMs), if it keeps one. */
-  notePlayback(frame: Int16Array, queuedMs: number, starvedMs?: number): void {
+  /** The downlink hands this frame (48 kHz) to the speaker with queuedMs of audio ahead of it. */
+  notePlayback(frame: Int16Array, queuedMs: number): void {
     const pcm = this.down ? this.down.process(frame) : frame;
-    if (starvedMs !== undefined) {
-      // An underrun: the device played silence, so this frame is heard that much later than the last one's end.
-      // (A count that went down is a reopened device: a new baseline; its stamps re-anchor the stream.)
-      if (this.lastStarvedMs !== undefined && starvedMs > this.lastStarvedMs) {
-        this.clock.skip(((starvedMs - this.lastStarvedMs) * this.rate) / 1000);
-        this.stats.starvedMs += starvedMs - this.lastStarvedMs;
-      }
-      this.lastStarvedMs = starvedMs;
-    }
     const heard = nsToSamples(this.nowNs(), this.rate) + (queuedMs * this.rate) / 1000;
     const jumps = this.clock.jumps;
     const pos = this.clock.place(heard, pcm.length);
@@ -166,7 +155,6 @@ export class EchoReference {
   }
 
   reset(): void {
-    this.lastStarvedMs = undefined;
     this.end = -Infinity;
     this.clock.reset();
   }

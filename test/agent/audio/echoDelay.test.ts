@@ -186,7 +186,7 @@ describe('echo delay on a silent microphone', () => {
 
 describe('an underrun on the speaker', () => {
   /** The device starves for 40 ms at 10 s: everything played after is heard 40 ms later. The reference is told
-   *  (PlaybackDevice.starvedMs) or not. */
+   *  (PlaybackDevice.onStarved, with nothing queued behind the silence) or not. */
   function underrun(tellReference: boolean, toldMs = 40) {
     const k0 = 500; // frame index of the underrun (10 s)
     const gap = (40 * S) / 1000;
@@ -215,7 +215,8 @@ describe('an underrun on the speaker', () => {
       const capturedAt = t0 + BigInt(j + 1) * frameNs;
       while (next * 960 < far.length && playedAt(next) < capturedAt + frameNs) {
         ns = playedAt(next);
-        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0, tellReference ? (next >= k0 ? toldMs : 0) : undefined);
+        if (tellReference && next === k0) reference.noteStarved(toldMs, 0);
+        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0);
         next++;
       }
       ns = capturedAt;
