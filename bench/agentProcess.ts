@@ -66,10 +66,10 @@ export async function pagedOut(a: AgentProc, timeoutMs = 120_000): Promise<boole
 
 /** Starts the agent against url; `config` is written as its config.json (settings the variables do not cover);
  *  `node` is the Node binary (default: the one running the bench); `env` adds or overrides variables. */
-export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object, node: string = process.execPath, env: Record<string, string> = {}): AgentProc {
+export function spawnAgent(agentMain: string, url: string, stateDir: string, config?: object, node: string = process.execPath, env: Record<string, string> = {}, extraFlags: string[] = []): AgentProc {
   const configDir = mkdtempSync(path.join(os.tmpdir(), 'bench-conf-'));
   if (config) writeFileSync(path.join(configDir, 'config.json'), JSON.stringify(config), { mode: 0o600 });
-  const child = spawn(node, [...unitNodeFlags('speaker-agent.service', 'run'), agentMain], {
+  const child = spawn(node, [...unitNodeFlags('speaker-agent.service', 'run'), ...extraFlags, agentMain], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -7,6 +7,8 @@
 // The window is minutes long because the agents' memory moves for minutes: V8 flushes bytecode unused over six
 // collections (about 7 minutes into a call, Node 26's "trusted space" 2.5 -> 1.3 MB) and Node 26 grew 40 -> 43 MB
 // over its first five minutes (27 Nov); a single sample 65 s after the page-out understated the difference.
+// BENCH_FLAGS_A / BENCH_FLAGS_B: node or V8 flags for one side beside the unit's, to weigh a flag (with
+// BENCH_NODE_A, the first side's Node, both sides may be one Node).
 // The native addons are the checkout's: Opus, PortAudio and speaker-sys are Node-API and load in both; speaker-sys's
 // V8 part may not load in the other Node's ABI (the memory keeper then uses gc(); the note says which).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -38,10 +40,12 @@ export async function run(): Promise<BenchRow[]> {
   if (!b) {
     return [{ issue: '#18', metric: 'agent CPU on two Nodes', value: NaN, unit: '', note: 'no second Node: run .ci/run once (it downloads the newest LTS) or set BENCH_NODE_B' }];
   }
-  const nodes = [process.execPath, b];
+  const nodes = [process.env.BENCH_NODE_A ?? process.execPath, b];
   const privates = nodes.map((n) => privateNode(n));
   const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
   const windowMs = Number(process.env.BENCH_WINDOW_S ?? 300) * 1000;
+  // flags to try on one side, beside the unit's (a maker weighing a flag for their Node)
+  const extra = [process.env.BENCH_FLAGS_A, process.env.BENCH_FLAGS_B].map((f) => (f ? f.split(/\s+/).filter(Boolean) : []));
   startVirtualAudio();
   const agentMain = await buildAgent();
   const peers = nodes.map(() => new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-peer-')), 'enrolled.json') }));
@@ -52,7 +56,7 @@ export async function run(): Promise<BenchRow[]> {
   try {
     await Promise.all(peers.map((p) => p.start()));
     for (let r = 0; r < rounds; r++) {
-      const agents = [0, 1].map((i) => spawnAgent(agentMain, peers[i].url, mkdtempSync(path.join(os.tmpdir(), 'bench-state-')), undefined, privates[i]));
+      const agents = [0, 1].map((i) => spawnAgent(agentMain, peers[i].url, mkdtempSync(path.join(os.tmpdir(), 'bench-state-')), undefined, privates[i], {}, extra[i]));
       let pacat: ChildProcess | undefined;
       const feedPeers = () => peers.forEach((p) => void p.playTone(peerTone).catch(() => undefined));
       const feeding = setInterval(feedPeers, 10_000);
@@ -91,7 +95,7 @@ export async function run(): Promise<BenchRow[]> {
   }
   const [va, vb] = nodes.map(version);
   const fmt = (xs: number[], d = 2) => xs.map((x) => x.toFixed(d)).join('/');
-  const note = (i: number) => `${rounds} rounds of ${windowMs / 1000} s, both agents at once (${fmt(cpu[i])} %), V8 memory-pressure part ${v8PartLoads(nodes[i]) ? 'loaded' : 'absent (gc() fallback)'}; load ${os.loadavg()[0].toFixed(1)}`;
+  const note = (i: number) => `${rounds} rounds of ${windowMs / 1000} s, both agents at once (${fmt(cpu[i])} %), V8 memory-pressure part ${v8PartLoads(nodes[i]) ? 'loaded' : 'absent (gc() fallback)'}${extra[i].length ? `; flags beside the unit's: ${extra[i].join(' ')}` : ''}; load ${os.loadavg()[0].toFixed(1)}`;
   const [ca, cb] = cpu.map((xs) => percentile(xs, 50));
   const [ra, rb] = rss.map((xs) => percentile(xs, 50));
   return [
