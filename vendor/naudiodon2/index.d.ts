@@ -162,8 +162,10 @@ export interface FrameIOStats {
   readonly starvedCallbacks: number
 }
 export class FrameIO {
-  constructor(options: FrameIOOptions & { input: true }, onChunk: (chunk: Buffer, statusFlags: number) => void)
-  constructor(options: FrameIOOptions & { input: false }, onConsumed: (consumedBytes: number, statusFlags: number, starvedBytes: number) => void)
+  /** atMs: when the audio callback ran (steady clock, as process.hrtime); latencyMs: PortAudio's latency of the
+   *  buffer (capture: currentTime - inputBufferAdcTime; playback: outputBufferDacTime - currentTime), 0 if none */
+  constructor(options: FrameIOOptions & { input: true }, onChunk: (chunk: Buffer, statusFlags: number, atMs: number, latencyMs: number) => void)
+  constructor(options: FrameIOOptions & { input: false }, onConsumed: (consumedBytes: number, statusFlags: number, starvedBytes: number, atMs: number, latencyMs: number) => void)
   start(): void
   /** playback: copies the chunk into the ring; returns the bytes dropped (oldest first) to make room, normally 0 */
   write(chunk: Buffer): number

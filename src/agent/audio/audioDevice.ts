@@ -42,8 +42,9 @@ export interface PlaybackDevice {
    *  (echoReference.ts) inserts it, so an underrun does not shift what it expects to hear. */
   readonly starvedMs?: number;
   /** Set by the consumer: called, in order with onHanded, when the device has played ms of silence for want of
-   *  frames. The silence came before the queuedMs of frames still queued (written after it ran dry), which the
-   *  echo canceller's reference therefore moves that much later (echoReference.ts noteStarved). */
+   *  frames, or found that the audio system below it did (PortAudio's DAC times: dacClock.ts). The silence came
+   *  before the last queuedMs of what was written (frames written after it ran dry), which the echo canceller's
+   *  reference therefore moves that much later (echoReference.ts noteStarved). */
   onStarved?: (ms: number, queuedMs: number) => void;
 }
 

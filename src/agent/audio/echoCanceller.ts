@@ -298,10 +298,12 @@ export class EchoCanceller {
    * loaded test machine (echo only: 24-49 dB before, 4-16 dB after), so the gate held 400-600 ms after every
    * underrun, cutting a user talking over the assistant (double talk heard in 58-75 % of the windows when it
    * fell in the command); placed right, the filter keeps 19-46 dB through them. Not always: once in ~20 runs
-   * the echo moved ~15 ms at an underrun (what the sound server played differed from what the device reported)
-   * and the output came out 2-3 dB louder than the microphone, echo on the wire until the filter was declared
-   * diverged 600 ms later. So the first blocks after an underrun are watched: louder than the microphone (which
-   * a filter in place never is, the user talking or not: it only takes echo away) is a break.
+   * the echo moved ~15 ms at an underrun and the output came out 2-3 dB louder than the microphone, echo on the
+   * wire until the filter was declared diverged 600 ms later. Part of that was silence the sound server played
+   * below PortAudio (its audio thread late, the ALSA buffer run dry), which the reference now learns from
+   * PortAudio's DAC times (dacClock.ts); the echo room's own underruns (test/support/echoRoomMain.ts) move the
+   * path too, for up to 500 ms. So the first blocks after an underrun are watched: louder than the microphone
+   * (which a filter in place never is, the user talking or not: it only takes echo away) is a break.
    */
   private checkBreaks(): void {
     const starved = this.reference.stats.starvedMs;

@@ -10,6 +10,9 @@
 //   from it per period, plays silence for anything missing (so a late writer costs a gap, never a growing delay;
 //   the callback never waits on JS), and reports what it consumed: onHanded fires per frame handed to ALSA,
 //   which paces the downlink by the card's clock. A full ring drops its oldest frame (latency stays bounded).
+//   Each report also carries PortAudio's DAC time of the buffer (PATCHES.md item 16): silence the audio system
+//   played below the stream (PortAudio's thread late, the ALSA buffer run dry) is reported through onStarved
+//   like the stream's own (dacClock.ts), so the echo canceller's reference stays aligned.
 // - A failed device (unplugged card, sound server gone) does not always raise an error: the callbacks just
 //   stop (PATCHES.md item 10). A watchdog turns "no callback for stallMs" into an
 //   AudioDeviceError('device_failed') so resilientDevice.ts reopens it.
@@ -25,6 +28,7 @@ import {
 } from './audioDevice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
+import { DacClock } from './dacClock.js';
 import { quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');
@@ -342,7 +346,9 @@ class PortAudioPlayback implements PlaybackDevice {
   private dropped = 0;
   private readonly chunk = Buffer.alloc(FRAME_BYTES);
   private readonly chunkView = new Int16Array(this.chunk.buffer, this.chunk.byteOffset, FRAME_SAMPLES);
-  readonly stats = { written: 0, handed: 0, droppedForLatency: 0, starved: 0, starvedBytes: 0 };
+  /** silence played below the stream (the sound server's own underruns), from PortAudio's DAC times */
+  private readonly dac = new DacClock();
+  readonly stats = { written: 0, handed: 0, droppedForLatency: 0, starved: 0, starvedBytes: 0, silenceBelowMs: 0 };
 
   constructor(
     private readonly device: ResolvedDevice,
@@ -378,7 +384,7 @@ class PortAudioPlayback implements PlaybackDevice {
               latencyMs: this.opts.latencyMs,
               ringBytes: this.opts.maxQueuedFrames * FRAME_BYTES,
             },
-            (consumed, _flags, starved) => this.onConsumed(consumed, starved),
+            (consumed, flags, starved, atMs, latencyMs) => this.onConsumed(consumed, starved, flags, atMs, latencyMs),
           ),
       );
     } catch (err) {
@@ -393,6 +399,7 @@ class PortAudioPlayback implements PlaybackDevice {
     this.io = io;
     this.failed = false;
     this.written = this.consumed = this.dropped = 0;
+    this.dac.reset();
     this.watchdog = new StallWatchdog(io, this.opts.stallMs, () =>
       this.fail(new AudioDeviceError('device_failed', `playback device ${this.device.label} took no audio for ${this.opts.stallMs} ms`)),
     );
@@ -413,8 +420,17 @@ class PortAudioPlayback implements PlaybackDevice {
     }
   }
 
-  private onConsumed(consumed: number, starved: number): void {
+  /** One callback's report: the bytes of frames it took, of silence it played for want of them, its PortAudio
+   *  status flags, when it ran (steady-clock ms) and its buffer's latency to the DAC (ms, 0 if unknown). */
+  private onConsumed(consumed: number, starved: number, flags: number, atMs: number, latencyMs: number): void {
     if (!this.io) return; // a report queued before stop()
+    // Silence the audio system played below the stream (dacClock.ts) came before this callback's buffer and the
+    // frames still queued, and before what the callbacks took since the last timed one (an underrun's, untimed).
+    const below = this.dac.note(((consumed + starved) / FRAME_BYTES) * 20, flags, atMs, latencyMs);
+    if (below) {
+      this.stats.silenceBelowMs += below.gapMs;
+      this.onStarved?.(below.gapMs, this.queuedMs + below.afterMs);
+    }
     if (starved > 0) {
       this.stats.starved++;
       this.stats.starvedBytes += starved;

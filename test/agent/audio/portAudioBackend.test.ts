@@ -115,6 +115,47 @@ describe('PortAudioBackend', () => {
     expect(failed).toBeUndefined();
   });
 
+  it("reports PortAudio's DAC time with each playback callback: on process.hrtime's clock, steady while nothing is lost", async () => {
+    // vendored naudiodon2, PATCHES.md item 16; the echo canceller's reference learns from it the silence the audio
+    // system plays below the stream (dacClock.ts)
+    const { FrameIO } = createRequire(import.meta.url)('naudiodon2') as typeof import('naudiodon2');
+    const frame = Buffer.from(tone(440, 20).buffer);
+    const reports: Array<{ taken: number; flags: number; atMs: number; latencyMs: number; hrMs: number }> = [];
+    const pb = new FrameIO({ input: false, sampleRate: 48_000, framesPerBuffer: 960, latencyMs: 60, ringBytes: 19_200 }, (consumed, flags, starved, atMs, latencyMs) => {
+      reports.push({ taken: ((consumed + starved) / 1920) * 20, flags, atMs, latencyMs, hrMs: Number(process.hrtime.bigint()) / 1e6 });
+      if (consumed > 0) pb.write(frame); // one frame queued, as the downlink keeps it
+    });
+    const chunks: Array<{ atMs: number; latencyMs: number; hrMs: number }> = [];
+    const cap = new FrameIO({ input: true, sampleRate: 48_000, framesPerBuffer: 1920, latencyMs: 40 }, (_buf, _flags, atMs, latencyMs) =>
+      chunks.push({ atMs, latencyMs, hrMs: Number(process.hrtime.bigint()) / 1e6 }),
+    );
+    try {
+      pb.write(frame);
+      pb.start();
+      cap.start();
+      await waitUntil(() => reports.length >= 75 && chunks.length >= 20, 10_000, 'a second and a half of callbacks');
+    } finally {
+      await Promise.all([pb.close(), cap.close()]);
+    }
+    // the callback's clock is process.hrtime's: each report reaches JS after its callback, and soon
+    for (const r of [...reports, ...chunks]) expect(r.hrMs - r.atMs).toBeGreaterThanOrEqual(0);
+    for (const r of [...reports, ...chunks]) expect(r.hrMs - r.atMs).toBeLessThan(1000);
+    // the buffer's latency to the DAC is ALSA's delay, about the 60 ms asked for (0 only at an underrun)
+    const timed = reports.filter((r) => r.latencyMs > 0 && (r.flags & 0x14) === 0);
+    expect(timed.length).toBeGreaterThan(reports.length * 0.9);
+    for (const r of timed) expect(r.latencyMs).toBeLessThan(500);
+    expect(chunks.filter((c) => c.latencyMs > 0).length).toBeGreaterThan(chunks.length * 0.9);
+    // when each buffer reaches the DAC, less the ms the callbacks took before it: steady to a fraction of a ms
+    let taken = 0;
+    const offsets: number[] = [];
+    for (const r of reports) {
+      if (r.latencyMs > 0 && (r.flags & 0x14) === 0) offsets.push(r.atMs + r.latencyMs - taken);
+      taken += r.taken;
+    }
+    const moves = offsets.slice(1).map((o, i) => Math.abs(o - offsets[i])).sort((a, b) => a - b);
+    expect(moves[Math.floor(moves.length / 2)], `DAC offset moves ${moves.map((m) => m.toFixed(1)).join(' ')}`).toBeLessThan(0.5);
+  });
+
   it('the native FrameIO stream rejects bad input with clear errors (never a crash) and closes idempotently', async () => {
     const { FrameIO } = createRequire(import.meta.url)('naudiodon2') as typeof import('naudiodon2');
     const ctor = FrameIO as unknown as new (...args: unknown[]) => InstanceType<typeof FrameIO>;

@@ -12,8 +12,11 @@
 // Neither callback ever blocks or waits on JS.
 //
 // JS: new FrameIO({ input, deviceId, sampleRate, channelCount, framesPerBuffer, latencyMs, ringBytes }, cb)
-//   input:  cb(buf: Buffer, statusFlags: number)
-//   output: cb(consumedBytes: number, statusFlags: number, starvedBytes: number)
+//   input:  cb(buf: Buffer, statusFlags: number, atMs: number, latencyMs: number)
+//   output: cb(consumedBytes: number, statusFlags: number, starvedBytes: number, atMs: number, latencyMs: number)
+//   atMs: when the callback ran (steady clock, the one process.hrtime reads); latencyMs: PortAudio's time info of
+//   the buffer (capture: currentTime - inputBufferAdcTime; playback: outputBufferDacTime - currentTime; ALSA's
+//   delay; 0 when PortAudio gives none, as at an output underflow). Item 16 of PATCHES.md.
 //   start(), write(buf) -> bytes dropped from the ring to make room (normally 0), close() -> Promise (idempotent),
 //   stats() -> { droppedChunks, droppedBytes, starvedCallbacks }
 //   msSinceCallback() -> ms since the audio callback last ran (since start() before the first one): the stall
@@ -39,9 +42,26 @@ int64_t steadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The callback's timing (speaker-agent, PATCHES.md item 16): when it ran (steady clock, the one process.hrtime
+// reads) and PortAudio's latency of the buffer (capture: currentTime - inputBufferAdcTime; playback:
+// outputBufferDacTime - currentTime), in ms. As a difference it does not depend on the clock of PortAudio's
+// currentTime (ALSA's status timestamp, whose clock varies with the device and plugin).
+struct Timing {
+  double atMs;
+  double latencyMs;
+};
+
+Timing timingOf(const PaStreamCallbackTimeInfo* ti, bool input) {
+  Timing t;
+  t.atMs = (double)steadyNowNs() / 1e6;
+  t.latencyMs = ti ? (input ? ti->currentTime - ti->inputBufferAdcTime : ti->outputBufferDacTime - ti->currentTime) * 1e3 : 0;
+  return t;
+}
+
 struct InChunk {
   uint32_t bytes;
   uint32_t flags;
+  Timing timing;
   uint8_t data[1];
 };
 
@@ -49,6 +69,7 @@ struct OutNote {
   uint32_t consumed;
   uint32_t starved;
   uint32_t flags;
+  Timing timing;
 };
 
 class FrameIO {
@@ -88,9 +109,10 @@ class FrameIO {
 
 };
 
-int InputCallback(const void* in, void*, unsigned long frameCount, const PaStreamCallbackTimeInfo*,
+int InputCallback(const void* in, void*, unsigned long frameCount, const PaStreamCallbackTimeInfo* ti,
                   PaStreamCallbackFlags flags, void* user) {
   FrameIO* io = static_cast<FrameIO*>(user);
+  Timing timing = timingOf(ti, true);
   io->lastCallbackNs.store(steadyNowNs(), std::memory_order_relaxed);
   if (io->closing.load(std::memory_order_relaxed)) return paContinue;
   // malloc in the audio thread: glibc's per-thread cache serves a same-size block here; AudioIO allocated too.
@@ -99,6 +121,7 @@ int InputCallback(const void* in, void*, unsigned long frameCount, const PaStrea
   if (!c) return paContinue;
   c->bytes = bytes;
   c->flags = (uint32_t)flags;
+  c->timing = timing;
   if (in) memcpy(c->data, in, bytes);
   else memset(c->data, 0, bytes);
   if (napi_call_threadsafe_function(io->tsfn, c, napi_tsfn_nonblocking) != napi_ok) {
@@ -108,9 +131,10 @@ int InputCallback(const void* in, void*, unsigned long frameCount, const PaStrea
   return paContinue;
 }
 
-int OutputCallback(const void*, void* out, unsigned long frameCount, const PaStreamCallbackTimeInfo*,
+int OutputCallback(const void*, void* out, unsigned long frameCount, const PaStreamCallbackTimeInfo* ti,
                    PaStreamCallbackFlags flags, void* user) {
   FrameIO* io = static_cast<FrameIO*>(user);
+  Timing timing = timingOf(ti, false);
   io->lastCallbackNs.store(steadyNowNs(), std::memory_order_relaxed);
   uint8_t* dst = static_cast<uint8_t*>(out);
   uint32_t want = frameCount * io->bytesPerSampleFrame;
@@ -136,6 +160,7 @@ int OutputCallback(const void*, void* out, unsigned long frameCount, const PaStr
   note->consumed = got;
   note->starved = want - got;
   note->flags = (uint32_t)flags;
+  note->timing = timing;
   if (napi_call_threadsafe_function(io->tsfn, note, napi_tsfn_nonblocking) != napi_ok) {
     free(note);
     io->droppedChunks++;
@@ -147,11 +172,12 @@ void CallJsInput(napi_env env, napi_value cb, void* context, void* data) {
   InChunk* c = static_cast<InChunk*>(data);
   FrameIO* io = static_cast<FrameIO*>(context);
   if (env != nullptr && !io->closing.load()) {
-    napi_value argv[2], undefined, result;
+    napi_value argv[4], undefined, result;
     void* bufData;
     if (napi_create_buffer_copy(env, c->bytes, c->data, &bufData, &argv[0]) == napi_ok &&
-        napi_create_uint32(env, c->flags, &argv[1]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
-      napi_call_function(env, undefined, cb, 2, argv, &result);
+        napi_create_uint32(env, c->flags, &argv[1]) == napi_ok && napi_create_double(env, c->timing.atMs, &argv[2]) == napi_ok &&
+        napi_create_double(env, c->timing.latencyMs, &argv[3]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
+      napi_call_function(env, undefined, cb, 4, argv, &result);
     }
   }
   free(c);
@@ -161,13 +187,15 @@ void CallJsOutput(napi_env env, napi_value cb, void* context, void* data) {
   OutNote* note = static_cast<OutNote*>(data);
   FrameIO* io = static_cast<FrameIO*>(context);
   uint32_t consumed = note->consumed, starved = note->starved, flags = note->flags;
+  Timing timing = note->timing;
   free(note);
   // env is null while the tsfn is torn down (after close): io may be gone then, so it is not touched.
   if (env == nullptr || io->closing.load()) return;
-  napi_value argv[3], undefined, result;
+  napi_value argv[5], undefined, result;
   if (napi_create_uint32(env, consumed, &argv[0]) == napi_ok && napi_create_uint32(env, flags, &argv[1]) == napi_ok &&
-      napi_create_uint32(env, starved, &argv[2]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
-    napi_call_function(env, undefined, cb, 3, argv, &result);
+      napi_create_uint32(env, starved, &argv[2]) == napi_ok && napi_create_double(env, timing.atMs, &argv[3]) == napi_ok &&
+      napi_create_double(env, timing.latencyMs, &argv[4]) == napi_ok && napi_get_undefined(env, &undefined) == napi_ok) {
+    napi_call_function(env, undefined, cb, 5, argv, &result);
   }
 }
 
