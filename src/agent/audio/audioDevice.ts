@@ -38,9 +38,6 @@ export interface PlaybackDevice {
   onReady?: () => void;
   /** Device periods that found less than a frame queued and played silence for it (the writer was late). */
   readonly underruns?: number;
-  /** ms of silence the device played for want of frames since it opened: the echo canceller's reference
-   *  (echoReference.ts) inserts it, so an underrun does not shift what it expects to hear. */
-  readonly starvedMs?: number;
   /** Set by the consumer: called, in order with onHanded, when the device has played ms of silence for want of
    *  frames, or found that the audio system below it did (PortAudio's DAC times: dacClock.ts). The silence came
    *  before the last queuedMs of what was written (frames written after it ran dry), which the echo canceller's

@@ -363,10 +363,6 @@ class PortAudioPlayback implements PlaybackDevice {
     return this.stats.starved;
   }
 
-  get starvedMs(): number {
-    return (this.stats.starvedBytes / FRAME_BYTES) * 20;
-  }
-
   async start(): Promise<void> {
     if (this.io) throw new AudioDeviceError('device_failed', `playback device ${this.device.label} is already started`);
     const na = loadNaudiodon();

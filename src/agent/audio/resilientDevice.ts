@@ -195,11 +195,6 @@ export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implement
     return this.inner?.underruns ?? 0;
   }
 
-  /** Of the device open now (a reopened device starts from 0). */
-  get starvedMs(): number {
-    return this.inner?.starvedMs ?? 0;
-  }
-
   write(frame: Int16Array): void {
     this.inner?.write(frame);
   }
