@@ -134,6 +134,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
 export function startAgentMemoryKeeper(agent: Pick<SpeakerAgent, 'listeningStatus'>, logger: Logger): MemoryKeeper {
   return startMemoryKeeper({
     logger,
+    efficiencyMode: true,
     pageOutAfterMs: 60_000,
     // no conversation going on; in mode always the service takes turns and there is none to wait for
     pageOutWhen: () => {

@@ -1,10 +1,11 @@
 // The memory keeper: when it asks for a full GC and a malloc trim (scripted heap), and that the real V8 calls and
 // glibc malloc_trim it uses really collect and free memory.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { exposeGc, startMemoryKeeper, type MemoryKeeper } from '../../src/common/memoryKeeper.js';
+import { efficiencyMode, exposeGc, startMemoryKeeper, type MemoryKeeper } from '../../src/common/memoryKeeper.js';
 
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -79,6 +80,28 @@ describe('memory keeper', () => {
     expect(garbage).toBeUndefined();
     expect(after.some((g) => g.kind === constants.NODE_PERFORMANCE_GC_MAJOR)).toBe(true);
     expect(after.some((g) => g.kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL)).toBe(true); // it was incremental
+  });
+
+  it("efficiencyMode(): V8's own efficiency mode on from V8 13 (Node 24+), quietly left off before", () => {
+    const keeper = new URL('../../src/common/memoryKeeper.ts', import.meta.url).pathname;
+    const v8Major = Number(process.versions.v8.split('.')[0]);
+    if (v8Major >= 13) {
+      // a fresh node, so this test process keeps its defaults; V8's own answer through its test-only intrinsic
+      const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--import', 'tsx', '-e',
+        `import(${JSON.stringify(keeper)}).then((m) => { const before = %IsEfficiencyModeEnabled(); const on = m.efficiencyMode(); console.log(JSON.stringify({ before, on, after: %IsEfficiencyModeEnabled() })); })`,
+      ], { encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual({ before: false, on: 'on', after: true });
+      // a unit that says --no-efficiency-mode is obeyed
+      const off = execFileSync(process.execPath, ['--allow-natives-syntax', '--no-efficiency-mode', '--import', 'tsx', '-e',
+        `import(${JSON.stringify(keeper)}).then((m) => { const on = m.efficiencyMode(); console.log(JSON.stringify({ on, after: %IsEfficiencyModeEnabled() })); })`,
+      ], { encoding: 'utf8' });
+      expect(JSON.parse(off)).toEqual({ on: 'as node was started', after: false });
+    } else {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import(${JSON.stringify(keeper)}).then((m) => console.log(m.efficiencyMode()))`], { encoding: 'utf8' });
+      expect(r.stdout.trim()).toBe('off on this V8');
+      expect(r.stderr).not.toMatch(/unrecognized flag/); // Node 20 prints this for a flag its V8 lacks
+      expect(efficiencyMode()).toBe('off on this V8');
+    }
   });
 
   it("exposeGc() is V8's real gc: an unreachable object is collected", async () => {
