@@ -57,6 +57,15 @@ describe('DacClock: silence played below the playback stream, from PortAudio DAC
     expect(dac.stats).toMatchObject({ steps: 0, unexplained: 1 });
   });
 
+  it('a card whose latency reads are absurd finds no silence: the steps are bounded by how late the callbacks ran', () => {
+    const dac = new DacClock();
+    // the recorded underrun, with each latency read as a driver might misreport it (an absolute time, in ms): the
+    // DAC time steps by seconds at every callback, none of which ran that late
+    const absurd = RECORDED.map(([c, st, f, at, lat]) => [c, st, f, at, lat > 0 ? at + lat : 0] as (typeof RECORDED)[number]);
+    expect(play(dac, absurd).every((f) => f === undefined)).toBe(true);
+    expect(dac.stats).toMatchObject({ steps: 0, silenceMs: 0 });
+  });
+
   it('a clock that creeps (the sound server smoothing its latency) or jitters under the step is no silence', () => {
     const dac = new DacClock();
     let t = 1000;
