@@ -233,6 +233,24 @@ export const PATCHES = [
       '            if (speakerAgentOrphan && speakerAgentOrphan !== bundleTransport && !this.dtlsTransports.includes(speakerAgentOrphan)) speakerAgentOrphan.stop().catch(() => undefined);\n' +
       '          }\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'Every data-channel message waiting in SCTP\'s send queue waited for the queue to drain through a `once` ' +
+      'subscription of its own on the `flush` event, and each one removed itself by filtering the whole subscriber ' +
+      'list: each flush cost the square of the backlog. 2,000 queued 5 KB messages drained at 170 KB/s with 80 % of ' +
+      'the CPU in that list (and its garbage), starving ICE until consent to send expired and the call failed ' +
+      '(the data-channel fuzz tests, on a busy machine). The senders now share one waiter, which follows ' +
+      'the flushes until the queue is empty; each send still returns only once the queue is empty, as before.',
+    from: '    await this.transmit();\n    while (this.outboundQueue.length) {\n      await this.flush.asPromise();\n    }\n',
+    to:
+      '    await this.transmit();\n' +
+      '    while (this.outboundQueue.length) { // speaker-agent patch: one waiter on flush for all senders\n' +
+      '      await (this.speakerAgentDrained ??= (async () => {\n' +
+      '        try { while (this.outboundQueue.length) await this.flush.asPromise(); } finally { this.speakerAgentDrained = void 0; }\n' +
+      '      })());\n' +
+      '    }\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

@@ -1,8 +1,9 @@
 // Issue 17 fault suite, server side: a device sends 10,000 random and malformed client events on `oai-events`
 // (garbage, JSON that is not an object, unknown types, known types with fields of the wrong type, huge and deeply
-// nested bodies, each under one SCTP packet: werift reassembles fragmented messages at about 50 KB/s here, which is
-// this suite's finding for another day, not what it tests). The real companion answers with error events in the protocol's shape, keeps the call up and
-// keeps serving: afterwards the same call still gets an answer to a valid event.
+// nested bodies, each under one SCTP packet). The real companion answers with error events in the protocol's shape,
+// keeps the call up and keeps serving: afterwards the same call still gets an answer to a valid event. (This test
+// found werift's send-queue cost growing with the square of the backlog: it took 116 s and failed on a busy
+// machine; scripts/patch-dependencies.mjs, test/vendor/weriftSctpBacklog.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prng } from '../../support/restFuzz.js';
 import { RealtimeTestClient } from '../../support/realtimeTestClient.js';

@@ -1,0 +1,46 @@
+// Two real werift peers in this process joined by one data channel over loopback: the sender's channel, what the
+// receiver got, and the sender's SCTP association (werift internals, typed here for the tests that look inside).
+import { RTCPeerConnection, type RTCDataChannel } from 'werift';
+import { waitUntil } from './audioCapture.js';
+
+/** The parts of werift's SCTP association the backlog regression test reads. */
+export interface SctpInternals {
+  outboundQueue: unknown[];
+  flush: { event: { stack: unknown[] } };
+}
+
+export interface DataChannelPair {
+  sender: RTCPeerConnection;
+  receiver: RTCPeerConnection;
+  channel: RTCDataChannel;
+  /** messages the receiver got, in order */
+  received: string[];
+  sctp: SctpInternals;
+  close(): Promise<void>;
+}
+
+export async function dataChannelPair(): Promise<DataChannelPair> {
+  const config = { iceServers: [], iceAdditionalHostAddresses: ['127.0.0.1'] };
+  const sender = new RTCPeerConnection(config);
+  const receiver = new RTCPeerConnection(config);
+  const received: string[] = [];
+  receiver.onDataChannel.subscribe((ch) => ch.onMessage.subscribe((m) => received.push(m.toString())));
+  const channel = sender.createDataChannel('oai-events');
+  await sender.setLocalDescription(await sender.createOffer());
+  await receiver.setRemoteDescription(sender.localDescription!);
+  await receiver.setLocalDescription(await receiver.createAnswer());
+  await sender.setRemoteDescription(receiver.localDescription!);
+  await waitUntil(() => sender.connectionState === 'connected' && channel.readyState === 'open', 10_000, 'the data channel to open');
+  const sctp = (sender.sctpTransport as unknown as { sctp: SctpInternals }).sctp;
+  return {
+    sender,
+    receiver,
+    channel,
+    received,
+    sctp,
+    close: async () => {
+      await sender.close();
+      await receiver.close();
+    },
+  };
+}
