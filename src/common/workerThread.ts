@@ -12,8 +12,61 @@ import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
+/** per worker: settles once it has posted { type: 'ready' } (its set-up, native libraries included, is done) or exited */
+const readiness = new WeakMap<Worker, Promise<void>>();
+
 /** Starts `./<name>.ts` (or `.js` in the bundle) next to the module whose import.meta.url is `callerUrl`. */
 export function startWorkerThread(callerUrl: string, name: string, data?: unknown, opts: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
+  const w = newWorker(callerUrl, name, data, opts);
+  readiness.set(
+    w,
+    new Promise<void>((resolve) => {
+      const onMessage = (m: { type?: string } | null): void => {
+        if (m?.type === 'ready') done();
+      };
+      const done = (): void => {
+        w.off('message', onMessage);
+        w.off('exit', done);
+        resolve();
+      };
+      w.on('message', onMessage);
+      w.once('exit', done);
+    }),
+  );
+  return w;
+}
+
+/**
+ * Stops a worker started by startWorkerThread: posts { type: 'stop' }, which every worker obeys between two messages
+ * (it frees what it holds and exits), and falls back to terminate() only when it has not exited `graceMs` after it
+ * was ready. Why not terminate() at once, or while it starts: terminate() inside a native call can abort the whole
+ * process. From Node 24, one that lands in koffi.load (a worker's set-up loads its libraries) always does: napi_throw
+ * fails in a terminating thread and node-addon-api treats that as fatal ("FATAL ERROR:
+ * Error::ThrowAsJavaScriptException napi_throw"; the companion's shutdown test on Node 26 under load). A worker
+ * never ready after `startMs` is wedged: it is terminated then, because the process must still be able to stop.
+ */
+export async function stopWorkerThread(w: Worker, o: { graceMs: number; startMs?: number }): Promise<void> {
+  const exited = new Promise<void>((r) => w.once('exit', () => r()));
+  w.postMessage({ type: 'stop' });
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (ms: number, then: () => void): void => {
+    timer = setTimeout(then, ms);
+    timer.unref();
+  };
+  let ready = false;
+  arm(o.startMs ?? 30_000, () => void w.terminate());
+  void (readiness.get(w) ?? Promise.resolve()).then(() => {
+    if (ready) return;
+    ready = true;
+    clearTimeout(timer);
+    arm(o.graceMs, () => void w.terminate());
+  });
+  await exited;
+  ready = true;
+  clearTimeout(timer);
+}
+
+function newWorker(callerUrl: string, name: string, data: unknown, opts: Pick<WorkerOptions, 'resourceLimits'>): Worker {
   if (callerUrl.endsWith('.ts')) {
     const entry = new URL(`./${name}.ts`, callerUrl).href;
     // the ESM build of tsx's API (its CommonJS build fails to register from inside a worker)

@@ -3,7 +3,7 @@
 // feed() copies each 20 ms frame and posts it (moved, not copied) to the thread.
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from '../../common/logger.js';
-import { startWorkerThread } from '../../common/workerThread.js';
+import { startWorkerThread, stopWorkerThread } from '../../common/workerThread.js';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 import type { WakeEvent, WakeWordEngine } from './wakeEngine.js';
 import type { SpotterConfig, WakeWorkerData } from './wakeWorker.js';
@@ -141,10 +141,6 @@ export class WakeThread implements WakeWordEngine {
     if (this.closed) return;
     this.closed = true;
     if (this.dead) return;
-    const exited = new Promise((r) => this.worker.once('exit', r));
-    this.worker.postMessage({ type: 'stop' });
-    const t = setTimeout(() => void this.worker.terminate(), 3000);
-    await exited;
-    clearTimeout(t);
+    await stopWorkerThread(this.worker, { graceMs: 3000 });
   }
 }

@@ -8,7 +8,7 @@
 //   ThreadSpeechEncoder falls back to it by itself when its thread dies before it ever started (no entry file,
 //   threads unavailable): encoding on the event loop is worse than in a thread, but speech still plays.
 import type { Worker } from 'node:worker_threads';
-import { startWorkerThread } from '../../common/workerThread.js';
+import { startWorkerThread, stopWorkerThread } from '../../common/workerThread.js';
 import { SpeechFrameEncoder } from './speechFrameEncoder.js';
 
 // nice 19: the thread encodes ahead of playback (a bounded lead), so it can live on whatever CPU the event loop
@@ -137,11 +137,7 @@ export class ThreadSpeechEncoder implements SpeechEncoder {
     this.worker = undefined;
     if (!w) return;
     // asked to exit between two messages: terminate() during a native Opus call can abort the process
-    const exited = new Promise((r) => w.once('exit', r));
-    w.postMessage({ type: 'stop' });
-    const t = setTimeout(() => void w.terminate(), 2000);
-    await exited;
-    clearTimeout(t);
+    await stopWorkerThread(w, { graceMs: 2000 });
   }
 
   private ensureWorker(): Worker {

@@ -8,7 +8,7 @@
 // streams, and audio is sent in 100 ms batches. A crashed thread fails its streams with 'RECOGNIZER_FAILED' and
 // is started again (with the current story names) for the next stream.
 import type { Worker } from 'node:worker_threads';
-import { startWorkerThread } from '../../common/workerThread.js';
+import { startWorkerThread, stopWorkerThread } from '../../common/workerThread.js';
 import type { PocketsphinxOptions } from './pocketsphinxRecognizer.js';
 import type { Recognition, RecognitionMode, Recognizer, RecognizerStream, RecognizerStreamOptions } from './recognizer.js';
 import type { RecognizerWorkerData } from './recognizerWorker.js';
@@ -123,11 +123,7 @@ export class ThreadedRecognizer implements Recognizer {
         slot.worker = undefined;
         for (const s of slot.streams.values()) s.fail(new SpeechError('ABORTED', 'recognizer closed'));
         if (!w) return;
-        const exited = new Promise((r) => w.once('exit', r));
-        w.postMessage({ type: 'stop' }); // frees the decoders between two messages, then exits
-        const t = setTimeout(() => void w.terminate(), 5000);
-        await exited;
-        clearTimeout(t);
+        await stopWorkerThread(w, { graceMs: 5000 }); // it frees the decoders between two messages, then exits
       }),
     );
   }

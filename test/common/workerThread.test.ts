@@ -1,0 +1,52 @@
+// stopWorkerThread (src/common/workerThread.ts): how the project's worker threads are stopped. Real worker threads
+// whose set-up loads libc through koffi (test/support/nativeSetupWorker.ts), as the wake, recognizer and encoder
+// workers load their libraries.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startWorkerThread, stopWorkerThread } from '../../src/common/workerThread.js';
+import type { NativeSetupWorkerData } from '../support/nativeSetupWorker.js';
+
+const SUPPORT = new URL('../support/workerStopMain.ts', import.meta.url).href; // workers start next to it
+
+function start(data: NativeSetupWorkerData) {
+  const w = startWorkerThread(SUPPORT, 'nativeSetupWorker', data);
+  const exitCode = new Promise<number>((r) => w.once('exit', r));
+  return { w, exitCode };
+}
+
+describe('stopWorkerThread', () => {
+  it('regression: stopping workers while they load native libraries never aborts the process (Node 24+: terminate() inside koffi.load did)', () => {
+    // A child process, because the failure is the whole process dying of SIGABRT ("FATAL ERROR:
+    // Error::ThrowAsJavaScriptException napi_throw"). With terminate() at the stop, as before, this aborted in 2 of
+    // 3 runs on Node 26 here; Node 20 survives either way, so CI's run on the newest LTS is the one that can fail.
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../support/workerStopMain.ts'), '40'], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.stderr).not.toMatch(/FATAL ERROR/);
+    expect({ status: r.status, signal: r.signal, out: r.stdout.trim() }).toEqual({ status: 0, signal: null, out: 'stopped 40' });
+  }, 150_000);
+
+  it('a worker exits by itself on stop (exit code 0, not terminated)', async () => {
+    const { w, exitCode } = start({ loads: 5 });
+    await new Promise((r) => w.once('message', r)); // loading
+    await stopWorkerThread(w, { graceMs: 5_000 });
+    expect(await exitCode).toBe(0);
+  });
+
+  it('a ready worker that ignores stop is terminated after graceMs', async () => {
+    const { w, exitCode } = start({ loads: 5, behaviour: 'ignores-stop' });
+    await new Promise<void>((r) => w.on('message', (m: { type: string }) => m.type === 'ready' && r()));
+    const t0 = performance.now();
+    await stopWorkerThread(w, { graceMs: 300 });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
+    expect(await exitCode).toBe(1); // terminate()
+  });
+
+  it('a worker that never gets ready is terminated after startMs, not before', async () => {
+    const { w, exitCode } = start({ loads: 5, behaviour: 'wedged-start' });
+    await new Promise((r) => w.once('message', r)); // loading
+    const t0 = performance.now();
+    await stopWorkerThread(w, { graceMs: 0, startMs: 500 });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(490);
+    expect(await exitCode).toBe(1);
+  });
+});
