@@ -48,18 +48,14 @@ export function startWorkerThread(callerUrl: string, name: string, data?: unknow
 export async function stopWorkerThread(w: Worker, o: { graceMs: number; startMs?: number }): Promise<void> {
   const exited = new Promise<void>((r) => w.once('exit', () => r()));
   w.postMessage({ type: 'stop' });
-  let timer: NodeJS.Timeout | undefined;
-  const arm = (ms: number, then: () => void): void => {
-    timer = setTimeout(then, ms);
-    timer.unref();
-  };
+  // the timers keep the process alive (workers are unref'd): it must not exit, and so terminate the worker, meanwhile
+  let timer = setTimeout(() => void w.terminate(), o.startMs ?? 30_000);
   let ready = false;
-  arm(o.startMs ?? 30_000, () => void w.terminate());
   void (readiness.get(w) ?? Promise.resolve()).then(() => {
     if (ready) return;
     ready = true;
     clearTimeout(timer);
-    arm(o.graceMs, () => void w.terminate());
+    timer = setTimeout(() => void w.terminate(), o.graceMs);
   });
   await exited;
   ready = true;
