@@ -12,57 +12,37 @@ import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
-/** per worker: settles once it has posted { type: 'ready' } (its set-up, native libraries included, is done) or exited */
-const readiness = new WeakMap<Worker, Promise<void>>();
-
-/** Starts `./<name>.ts` (or `.js` in the bundle) next to the module whose import.meta.url is `callerUrl`. */
-export function startWorkerThread(callerUrl: string, name: string, data?: unknown, opts: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
-  const w = newWorker(callerUrl, name, data, opts);
-  readiness.set(
-    w,
-    new Promise<void>((resolve) => {
-      const onMessage = (m: { type?: string } | null): void => {
-        if (m?.type === 'ready') done();
-      };
-      const done = (): void => {
-        w.off('message', onMessage);
-        w.off('exit', done);
-        resolve();
-      };
-      w.on('message', onMessage);
-      w.once('exit', done);
-    }),
-  );
-  return w;
-}
-
 /**
  * Stops a worker started by startWorkerThread: posts { type: 'stop' }, which every worker obeys between two messages
  * (it frees what it holds and exits), and falls back to terminate() only when it has not exited `graceMs` after it
- * was ready. Why not terminate() at once, or while it starts: terminate() inside a native call can abort the whole
- * process. From Node 24, one that lands in koffi.load (a worker's set-up loads its libraries) always does: napi_throw
- * fails in a terminating thread and node-addon-api treats that as fatal ("FATAL ERROR:
- * Error::ThrowAsJavaScriptException napi_throw"; the companion's shutdown test on Node 26 under load). A worker
- * never ready after `startMs` is wedged: it is terminated then, because the process must still be able to stop.
+ * was `ready` (the caller's: the worker posted { type: 'ready' }, its set-up done). Why not terminate() at once, or
+ * while it starts: terminate() inside a native call can abort the whole process. From Node 24, one that lands in
+ * koffi.load (a worker's set-up loads its libraries) always does: napi_throw fails in a terminating thread and
+ * node-addon-api treats that as fatal ("FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw"; the companion's
+ * shutdown test on Node 26 under load). A worker never ready after `startMs` is wedged: it is terminated then,
+ * because the process must still be able to stop. (Readiness comes from the caller, not from a listener added here:
+ * a worker that got its first 'message' listener after unref() keeps the process alive until it answers, one that
+ * got one before does not, and the callers wait for their workers' first messages.)
  */
-export async function stopWorkerThread(w: Worker, o: { graceMs: number; startMs?: number }): Promise<void> {
+export async function stopWorkerThread(w: Worker, o: { ready: boolean | Promise<unknown>; graceMs: number; startMs?: number }): Promise<void> {
   const exited = new Promise<void>((r) => w.once('exit', () => r()));
   w.postMessage({ type: 'stop' });
   // the timers keep the process alive (workers are unref'd): it must not exit, and so terminate the worker, meanwhile
   let timer = setTimeout(() => void w.terminate(), o.startMs ?? 30_000);
-  let ready = false;
-  void (readiness.get(w) ?? Promise.resolve()).then(() => {
-    if (ready) return;
-    ready = true;
+  let settled = false;
+  if (o.ready !== false) void Promise.resolve(o.ready).then(() => {
+    if (settled) return;
+    settled = true;
     clearTimeout(timer);
     timer = setTimeout(() => void w.terminate(), o.graceMs);
   });
   await exited;
-  ready = true;
+  settled = true;
   clearTimeout(timer);
 }
 
-function newWorker(callerUrl: string, name: string, data: unknown, opts: Pick<WorkerOptions, 'resourceLimits'>): Worker {
+/** Starts `./<name>.ts` (or `.js` in the bundle) next to the module whose import.meta.url is `callerUrl`. */
+export function startWorkerThread(callerUrl: string, name: string, data?: unknown, opts: Pick<WorkerOptions, 'resourceLimits'> = {}): Worker {
   if (callerUrl.endsWith('.ts')) {
     const entry = new URL(`./${name}.ts`, callerUrl).href;
     // the ESM build of tsx's API (its CommonJS build fails to register from inside a worker)

@@ -12,7 +12,11 @@ const SUPPORT = new URL('../support/workerStopMain.ts', import.meta.url).href; /
 function start(data: NativeSetupWorkerData) {
   const w = startWorkerThread(SUPPORT, 'nativeSetupWorker', data);
   const exitCode = new Promise<number>((r) => w.once('exit', r));
-  return { w, exitCode };
+  const ready = new Promise<void>((r) => {
+    w.on('message', (m: { type: string }) => m.type === 'ready' && r());
+    w.once('exit', () => r());
+  });
+  return { w, exitCode, ready };
 }
 
 describe('stopWorkerThread', () => {
@@ -26,26 +30,26 @@ describe('stopWorkerThread', () => {
   }, 150_000);
 
   it('a worker exits by itself on stop (exit code 0, not terminated)', async () => {
-    const { w, exitCode } = start({ loads: 5 });
+    const { w, exitCode, ready } = start({ loads: 5 });
     await new Promise((r) => w.once('message', r)); // loading
-    await stopWorkerThread(w, { graceMs: 5_000 });
+    await stopWorkerThread(w, { ready, graceMs: 5_000 });
     expect(await exitCode).toBe(0);
   });
 
   it('a ready worker that ignores stop is terminated after graceMs', async () => {
-    const { w, exitCode } = start({ loads: 5, behaviour: 'ignores-stop' });
-    await new Promise<void>((r) => w.on('message', (m: { type: string }) => m.type === 'ready' && r()));
+    const { w, exitCode, ready } = start({ loads: 5, behaviour: 'ignores-stop' });
+    await ready;
     const t0 = performance.now();
-    await stopWorkerThread(w, { graceMs: 300 });
+    await stopWorkerThread(w, { ready, graceMs: 300 });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
     expect(await exitCode).toBe(1); // terminate()
   });
 
   it('a worker that never gets ready is terminated after startMs, not before', async () => {
-    const { w, exitCode } = start({ loads: 5, behaviour: 'wedged-start' });
+    const { w, exitCode, ready } = start({ loads: 5, behaviour: 'wedged-start' });
     await new Promise((r) => w.once('message', r)); // loading
     const t0 = performance.now();
-    await stopWorkerThread(w, { graceMs: 0, startMs: 500 });
+    await stopWorkerThread(w, { ready, graceMs: 0, startMs: 500 });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(490);
     expect(await exitCode).toBe(1);
   });

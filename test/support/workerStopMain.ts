@@ -7,8 +7,12 @@ import { startWorkerThread, stopWorkerThread } from '../../src/common/workerThre
 const count = Number(process.argv[2] ?? 30);
 for (let i = 0; i < count; i++) {
   const w = startWorkerThread(import.meta.url, 'nativeSetupWorker', { loads: 200 });
+  const ready = new Promise<void>((r) => {
+    w.on('message', (m: { type: string }) => m.type === 'ready' && r());
+    w.once('exit', () => r());
+  });
   await new Promise((r) => w.once('message', r)); // { type: 'loading' }
   await new Promise((r) => setTimeout(r, Math.random() * 30));
-  await stopWorkerThread(w, { graceMs: 0 }); // graceMs 0: terminate() the moment it is ready, if not gone by then
+  await stopWorkerThread(w, { ready, graceMs: 0 }); // graceMs 0: terminate() the moment it is ready, if not gone by then
 }
 console.log(`stopped ${count}`);

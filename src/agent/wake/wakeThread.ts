@@ -141,6 +141,6 @@ export class WakeThread implements WakeWordEngine {
     if (this.closed) return;
     this.closed = true;
     if (this.dead) return;
-    await stopWorkerThread(this.worker, { graceMs: 3000 });
+    await stopWorkerThread(this.worker, { ready: true, graceMs: 3000 }); // it exists once its thread is ready
   }
 }

@@ -84,6 +84,8 @@ export class ThreadSpeechEncoder implements SpeechEncoder {
   private nextId = 1;
   private closed = false;
   private everReady = false;
+  /** the current worker has posted 'ready' (its set-up, native libraries included, is done) or is gone */
+  private workerReady: Promise<void> = Promise.resolve();
   private inline: Map<number, SpeechEncoderChannel> | undefined;
   /** worker threads started (1 + restarts), for diagnostics and tests */
   starts = 0;
@@ -137,7 +139,7 @@ export class ThreadSpeechEncoder implements SpeechEncoder {
     this.worker = undefined;
     if (!w) return;
     // asked to exit between two messages: terminate() during a native Opus call can abort the process
-    await stopWorkerThread(w, { graceMs: 2000 });
+    await stopWorkerThread(w, { ready: this.workerReady, graceMs: 2000 });
   }
 
   private ensureWorker(): Worker {
@@ -145,9 +147,12 @@ export class ThreadSpeechEncoder implements SpeechEncoder {
     const w = startWorkerThread(import.meta.url, this.entryName);
     this.starts++;
     w.unref(); // an idle encoder thread must not keep the process alive
+    let markReady!: () => void;
+    this.workerReady = new Promise<void>((r) => (markReady = r));
     w.on('message', (m: WorkerReply) => {
       if (m.type === 'ready') {
         this.everReady = true;
+        markReady();
         return;
       }
       const sink = this.sinks.get(m.ch);
@@ -163,6 +168,7 @@ export class ThreadSpeechEncoder implements SpeechEncoder {
       sink.delivered({ gen: m.gen, packets, consumed: m.consumed, last: m.last });
     });
     const gone = (): void => {
+      markReady();
       if (this.worker !== w) return;
       this.worker = undefined;
       if (!this.everReady && !this.closed) this.inline = new Map();

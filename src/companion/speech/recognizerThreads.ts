@@ -35,6 +35,8 @@ type Reply =
 
 class Slot {
   worker: Worker | undefined;
+  /** the current worker has posted 'ready' (its decoders loaded through koffi) or is gone */
+  ready: Promise<void> = Promise.resolve();
   readonly streams = new Map<number, ThreadStream>();
   readonly warmers = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   starts = 0;
@@ -123,7 +125,7 @@ export class ThreadedRecognizer implements Recognizer {
         slot.worker = undefined;
         for (const s of slot.streams.values()) s.fail(new SpeechError('ABORTED', 'recognizer closed'));
         if (!w) return;
-        await stopWorkerThread(w, { graceMs: 5000 }); // it frees the decoders between two messages, then exits
+        await stopWorkerThread(w, { ready: slot.ready, graceMs: 5000 }); // it frees the decoders between two messages, then exits
       }),
     );
   }
@@ -133,9 +135,12 @@ export class ThreadedRecognizer implements Recognizer {
     const w = startWorkerThread(import.meta.url, 'recognizerWorker', { ...this.data, options: { ...this.data.options, storyNames: this.storyNames } });
     slot.starts++;
     w.unref(); // idle decoding threads must not keep the process alive
+    let markReady!: () => void;
+    slot.ready = new Promise<void>((r) => (markReady = r));
     w.on('message', (m: Reply) => {
       switch (m.type) {
         case 'ready':
+          markReady();
           return;
         case 'fatal':
           this.fatal = m.message;
@@ -156,6 +161,7 @@ export class ThreadedRecognizer implements Recognizer {
       }
     });
     const gone = (err?: Error): void => {
+      markReady();
       if (slot.worker !== w) return;
       slot.worker = undefined;
       const cause = this.fatal ?? err?.message ?? 'recognizer thread exited';
