@@ -238,8 +238,8 @@ export const PATCHES = [
     why:
       'Every data-channel message waiting in SCTP\'s send queue waited for the queue to drain through a `once` ' +
       'subscription of its own on the `flush` event, and each one removed itself by filtering the whole subscriber ' +
-      'list: each flush cost the square of the backlog. 2,000 queued 5 KB messages drained at 170 KB/s with 80 % of ' +
-      'the CPU in that list (and its garbage), starving ICE until consent to send expired and the call failed ' +
+      'list: each flush cost the square of the backlog. 1,000 queued 5 KB messages drained at 170 KB/s with 80 % of ' +
+      'the CPU in that list (and its garbage); 2,000 starved ICE until consent to send expired and the call failed ' +
       '(the data-channel fuzz tests, on a busy machine). The senders now share one waiter, which follows ' +
       'the flushes until the queue is empty; each send still returns only once the queue is empty, as before.',
     from: '    await this.transmit();\n    while (this.outboundQueue.length) {\n      await this.flush.asPromise();\n    }\n',

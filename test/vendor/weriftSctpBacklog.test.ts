@@ -1,8 +1,8 @@
 // Regression (the data-channel fuzz tests failing on a busy machine, 27 Nov): with messages queued in SCTP, every
 // pending send waited for the queue to drain through a `once` subscription of its own on the association's `flush`
 // event, and each one left by filtering the whole subscriber list, so each flush cost the square of the backlog.
-// 2,000 queued 5 KB messages drained at 170 KB/s and then not at all: ICE starved until consent to send expired and
-// the call failed. The checked patch in scripts/patch-dependencies.mjs gives all senders one waiter. Real werift
+// 1,000 queued 5 KB messages drained at 170 KB/s; 2,000 stopped draining: ICE starved until consent to send expired
+// and the call failed. The checked patch in scripts/patch-dependencies.mjs gives all senders one waiter. Real werift
 // peers over loopback; the subscriber list is read from werift's SCTP association.
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/audioCapture.js';
