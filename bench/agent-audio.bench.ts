@@ -100,6 +100,7 @@ export async function run(): Promise<BenchRow[]> {
     framesPerBuffer: process.env.AUDIO_BENCH_FRAMES_PER_BUFFER ? Number(process.env.AUDIO_BENCH_FRAMES_PER_BUFFER) : undefined,
     outputLatencyMs: process.env.AUDIO_BENCH_OUTPUT_LATENCY_MS ? Number(process.env.AUDIO_BENCH_OUTPUT_LATENCY_MS) : undefined,
     inputLatencyMs: process.env.AUDIO_BENCH_INPUT_LATENCY_MS ? Number(process.env.AUDIO_BENCH_INPUT_LATENCY_MS) : undefined,
+    realtimePriority: process.env.AUDIO_BENCH_REALTIME_PRIORITY ? Number(process.env.AUDIO_BENCH_REALTIME_PRIORITY) : undefined,
   });
   const gate = new EchoGate({ mode: 'full-duplex' });
   // The devices as the agent uses them: reopened if they fail (a stall > 1.5 s counts as failed).
@@ -213,7 +214,7 @@ export async function run(): Promise<BenchRow[]> {
       unit: 'ms',
       target: '<= 40 ms',
       pass: downP50 <= 40,
-      note: `p95 ${percentile(down, 95).toFixed(1)} ms; jitter target ${jitter.targetDelayMs} ms, trimmed ${jitter.stats.trimmed}; card took ${((handed / wallMs) * 1000).toFixed(1)} frames/s (50 = real time), ${underruns} underruns, reopened ${playback.stats.opens - 1}x`,
+      note: `p95 ${percentile(down, 95).toFixed(1)} ms; jitter target ${jitter.targetDelayMs} ms, trimmed ${jitter.stats.trimmed}; card took ${((handed / wallMs) * 1000).toFixed(1)} frames/s (50 = real time), ${underruns} underruns, playout queue ${downlink.playoutQueueMs} ms (grew ${downlink.stats.playoutQueueGrows}x), reopened ${playback.stats.opens - 1}x`,
     },
     {
       issue: '#5',

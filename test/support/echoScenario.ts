@@ -59,6 +59,8 @@ export interface ScenarioResult {
   nearStart: number;
   capture: RoomCapture;
   sent: Int16Array;
+  /** performance.now() when the room's capture (index 0) started: places the room's timeline against a log's */
+  capturedFrom: number;
 }
 
 /** Waits until the room hears echo (the far end reached the speaker), at most timeoutMs. */
@@ -130,5 +132,6 @@ export async function runEchoScenario(o: ScenarioOptions): Promise<ScenarioResul
     nearStart,
     capture,
     sent: onRoom,
+    capturedFrom: t0,
   };
 }

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { AUDIO_THREAD_PRIORITY } from '../../src/agent/audio/portAudioBackend.js';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -81,6 +82,9 @@ describe('systemd units', () => {
     expect(d.get('DeviceAllow')).toEqual(['char-alsa rw']);
     expect(d.get('ConfigurationDirectory')?.[0]).toBe('speaker-agent');
     expect(d.get('ExecStart')?.[0]).toMatch(/speaker-agent\.js run$/);
+    // the audio threads' real-time priority (portAudioBackend.ts AUDIO_THREAD_PRIORITY), no capability needed
+    expect(d.get('LimitRTPRIO')).toEqual([String(AUDIO_THREAD_PRIORITY)]);
+    expect(d.get('RestrictRealtime')).toBeUndefined();
   });
 
   it('the companion unit runs `speaker-agent companion` without any device access', () => {

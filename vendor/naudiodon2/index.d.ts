@@ -152,6 +152,8 @@ export interface FrameIOOptions {
   latencyMs?: number
   /** playback only: ring capacity in bytes; a write beyond it drops the oldest bytes */
   ringBytes?: number
+  /** SCHED_FIFO priority the audio thread asks for in its first callback (1-99; 0 or omitted: none) */
+  realtimePriority?: number
 }
 export interface FrameIOStats {
   /** notifications or capture chunks dropped because JS had 32 waiting */
@@ -160,6 +162,8 @@ export interface FrameIOStats {
   readonly droppedBytes: number
   /** playback callbacks that found fewer bytes than they needed (the rest was silence) */
   readonly starvedCallbacks: number
+  /** the audio thread's real-time scheduling: -1 not asked (yet), 0 granted, else the errno (EPERM: no permission) */
+  readonly realtime: number
 }
 export class FrameIO {
   /** atMs: when the audio callback ran (steady clock, as process.hrtime); latencyMs: PortAudio's latency of the

@@ -11,6 +11,11 @@ export interface AudioDeviceInfo {
   hostApi: string;
 }
 
+/** Set by the consumer on a device: called once per stream, from its first audio callback, with the audio
+ *  thread's real-time scheduling (PortAudioOptions.realtimePriority): 0 granted, else the errno (EPERM: no
+ *  permission; the thread runs on at normal priority). Optional for implementations without such a thread. */
+export type RealtimeReport = (errno: number) => void;
+
 export interface CaptureDevice {
   /** Delivers 20 ms mono s16 frames (960 samples at 48 kHz) with the hrtime (ns) the audio callback delivered them.
    *  The frame buffer may be reused after the callback returns: copy it to keep it. */
@@ -18,6 +23,7 @@ export interface CaptureDevice {
   stop(): Promise<void>;
   /** Called when the device fails after start (stream error, card unplugged). Optional for implementations. */
   onError?: (err: AudioDeviceError) => void;
+  onRealtime?: RealtimeReport;
 }
 
 export interface PlaybackDevice {
@@ -29,6 +35,7 @@ export interface PlaybackDevice {
   stop(): Promise<void>;
   /** Called when the device fails after start (stream error, card unplugged). Optional for implementations. */
   onError?: (err: AudioDeviceError) => void;
+  onRealtime?: RealtimeReport;
   /** Set by the consumer: called, in write order, when a frame has been handed to the audio system (leaves
    *  queuedMs). The downlink paces playout by it (the sound card's clock): implementations must call it. */
   onHanded?: (atNs: bigint) => void;

@@ -12,6 +12,13 @@
 // Wire-to-speaker latency is therefore the packet's wait in the jitter buffer (below its target, 20 ms on a
 // clean link: how long depends on where in the card's 20 ms period it arrived) plus the one frame waiting for
 // the device (20 ms): 20-40 ms, p50 about 30 ms on a clean link.
+// One frame waiting is also all that covers a stalled event loop (garbage collection, a busy board): a stall
+// longer than it and the speaker plays silence (an underrun), a click for the listener and a jump of the echo
+// path for the canceller. So the queue adapts as Android's AAudio guide tunes its buffer (grow on an underrun,
+// never guess ahead): each underrun of our stream adds a frame, up to PLAYOUT_MAX_MS, and a stretch of
+// PLAYOUT_RELAX_MS without one gives a frame back. A board that never stalls keeps the 20 ms. Silence the sound
+// server played below us (dacClock.ts) is not ours to cover: a deeper queue in front of a late audio thread
+// changes nothing.
 // The echo gate is told about every frame, so the uplink mutes the microphone while the assistant is audible, and
 // so is the echo canceller's reference (echoReference.ts): the frame and when it will be heard.
 import type { Logger } from '../../common/logger.js';
@@ -38,9 +45,22 @@ export interface DownlinkOptions {
   overlay?: { mix(frame: Int16Array): Int16Array };
   /** told for every frame of the service's stream whether it was audible (listening.ts: `speaking`) */
   onServiceAudio?: (audible: boolean) => void;
+  /** played ms without an underrun before the queue gives a frame back (default 30 s) */
+  playoutRelaxMs?: number;
 }
 
 const FIFO = 64;
+/** The frames kept queued for the device: one on a board that never stalls, at most three (see the top). */
+export const PLAYOUT_MIN_MS = 20;
+export const PLAYOUT_MAX_MS = 60;
+/** A stretch without an underrun after which the queue gives a frame back (default; DownlinkOptions). */
+const PLAYOUT_RELAX_MS = 30_000;
+/** A stream's first frames handed, whose underruns do not count: its start takes frames back to back to fill the
+ *  device's buffer (every call's first second showed two "underruns" at once on the virtual card, none after). */
+const START_FRAMES = 25;
+/** One stall is one underrun: the callbacks it starved in a row grow the queue once (an event loop stalled for
+ *  100 ms starves five of them). */
+const EPISODE_FRAMES = 50;
 /** How often the fallback timer checks that the device has a frame waiting (see the top). */
 const FALLBACK_FILL_MS = 250;
 
@@ -60,6 +80,16 @@ export class Downlink {
   private readonly pendingReceivedAt = new BigInt64Array(FIFO);
   private pendingHead = 0;
   private pendingCount = 0;
+  /** what fill() keeps queued for the device (PLAYOUT_MIN_MS..PLAYOUT_MAX_MS, see the top) */
+  private queueTargetMs = PLAYOUT_MIN_MS;
+  private readonly relaxFrames: number;
+  /** frames handed since the last underrun (or the last relaxation) */
+  private steadyFrames = 0;
+  /** the device's own underrun count last seen (it restarts from 0 when the device reopens) */
+  private underrunsSeen = 0;
+  /** frames handed since the device (re)started, and at the queue's last growth */
+  private handedSinceStart = 0;
+  private handedAtGrowth = -EPISODE_FRAMES;
   readonly stats = {
     packetsIn: 0,
     packetsLate: 0,
@@ -68,6 +98,9 @@ export class Downlink {
     framesDecoded: 0,
     framesConcealed: 0,
     framesSilence: 0,
+    /** underruns of our stream (the device played silence for want of a frame) and the queue grown for them */
+    speakerUnderruns: 0,
+    playoutQueueGrows: 0,
     /** RTP packet received (push) -> its decoded frame handed to the audio system (PortAudio's queue) */
     wireToSpeaker: new LatencyRecorder(),
   };
@@ -81,6 +114,12 @@ export class Downlink {
     this.log = opts.logger ?? silentLogger;
     this.overlay = opts.overlay;
     this.onServiceAudio = opts.onServiceAudio;
+    this.relaxFrames = Math.max(1, Math.round((opts.playoutRelaxMs ?? PLAYOUT_RELAX_MS) / 20));
+  }
+
+  /** The audio kept queued for the device now (ms): 20, more after underruns (see the top). */
+  get playoutQueueMs(): number {
+    return this.queueTargetMs;
   }
 
   /** Hands one received RTP packet to the jitter buffer. Cheap; never blocks. */
@@ -99,8 +138,10 @@ export class Downlink {
   async start(): Promise<void> {
     if (this.running) return;
     this.playback.onHanded = (at) => this.onHanded(at);
-    this.playback.onStarved = (ms, queuedMs) => this.echoReference?.noteStarved(ms, queuedMs);
+    this.playback.onStarved = (ms, queuedMs) => this.onStarved(ms, queuedMs);
     this.playback.onReady = () => this.onReady();
+    this.handedSinceStart = 0;
+    this.handedAtGrowth = -EPISODE_FRAMES;
     await this.playback.start();
     this.running = true;
     this.fill();
@@ -126,10 +167,34 @@ export class Downlink {
   // The frames the old stream held are gone with it: they will never be reported handed.
   private onReady(): void {
     this.pendingCount = 0;
+    this.handedSinceStart = 0;
+    this.handedAtGrowth = -EPISODE_FRAMES;
     this.fill();
   }
 
+  private onStarved(ms: number, queuedMs: number): void {
+    this.echoReference?.noteStarved(ms, queuedMs);
+    // ours only when the device counted an underrun of its stream (silence below comes without one)
+    const underruns = this.playback.underruns ?? 0;
+    if (underruns === this.underrunsSeen) return;
+    const ours = underruns > this.underrunsSeen;
+    this.underrunsSeen = underruns;
+    if (!ours || this.handedSinceStart < START_FRAMES) return; // a reopened device counts from 0 again
+    this.stats.speakerUnderruns++;
+    this.steadyFrames = 0;
+    if (this.queueTargetMs >= PLAYOUT_MAX_MS || this.handedSinceStart - this.handedAtGrowth < EPISODE_FRAMES) return;
+    this.handedAtGrowth = this.handedSinceStart;
+    this.queueTargetMs += 20;
+    this.stats.playoutQueueGrows++;
+    this.log.info({ silenceMs: ms, queueMs: this.queueTargetMs }, 'speaker underrun (the event loop was late): keeping more audio queued');
+  }
+
   private onHanded(atNs: bigint): void {
+    this.handedSinceStart++;
+    if (this.queueTargetMs > PLAYOUT_MIN_MS && ++this.steadyFrames >= this.relaxFrames) {
+      this.steadyFrames = 0;
+      this.queueTargetMs -= 20;
+    }
     if (this.pendingCount > 0) {
       const received = this.pendingReceivedAt[this.pendingHead];
       this.pendingHead = (this.pendingHead + 1) % FIFO;
@@ -139,10 +204,10 @@ export class Downlink {
     this.fill();
   }
 
-  /** Keeps exactly one frame waiting for the device. */
+  /** Keeps the queue's target (one frame, more after underruns) waiting for the device. */
   private fill(): void {
     if (!this.running) return;
-    while (this.playback.queuedMs < 20) {
+    while (this.playback.queuedMs < this.queueTargetMs) {
       if (!this.writeNextFrame()) return;
     }
   }
@@ -179,6 +244,6 @@ export class Downlink {
     this.pendingReceivedAt[(this.pendingHead + this.pendingCount) % FIFO] = receivedAt;
     this.pendingCount++;
     // A device that did not take the frame (stopped, failed) must not make this loop spin.
-    return this.playback.queuedMs > before || this.playback.queuedMs >= 20;
+    return this.playback.queuedMs > before || this.playback.queuedMs >= this.queueTargetMs;
   }
 }

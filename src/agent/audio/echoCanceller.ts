@@ -151,6 +151,8 @@ export class EchoCanceller {
   private closed = false;
   /** the streams' discontinuities last seen: the reference's and the microphone's jumps */
   private breaksSeen = '';
+  /** whether the steady filter's taking over was logged (noteSteady) */
+  private steadyLogged = false;
   /** blocks left of the gate's hold after a break */
   private breakHold = 0;
   /** the speaker's starved ms last seen, and the blocks left to watch after an underrun (checkBreaks) */
@@ -215,6 +217,7 @@ export class EchoCanceller {
       if (!job || job.steadyOnly) {
         this.cleaned.set(this.speex.process(mic, this.refAligned));
         this.linear.set(this.speex.linear);
+        if (this.speex.steadyFilterInUse !== this.steadyLogged) this.noteSteady();
         out = this.cleaned;
         this.judge(mic, this.linear, this.refAligned);
         if (job) this.stepJob(job, mic);
@@ -479,6 +482,13 @@ export class EchoCanceller {
       this.counts.resets++;
       this.loudBlocks = 0;
     }
+  }
+
+  /** The steady filter took over (or a restart went back to the fast one): logged, since a user talking over the
+   *  assistant before it does meets the fast filter, which adapts on the voice (speexEcho.ts). */
+  private noteSteady(): void {
+    this.steadyLogged = this.speex.steadyFilterInUse;
+    if (this.steadyLogged) this.log.info({ erleDb: this.erleDb === undefined ? undefined : round1(this.erleDb) }, 'echo canceller: steady filter in use');
   }
 
   private diverge(reason: string): void {

@@ -25,6 +25,7 @@ import {
   type AudioDeviceInfo,
   type CaptureDevice,
   type PlaybackDevice,
+  type RealtimeReport,
 } from './audioDevice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
@@ -89,7 +90,18 @@ export interface PortAudioOptions {
    */
   outputLatencyMs?: number;
   inputLatencyMs?: number;
+  /**
+   * SCHED_FIFO priority the audio threads ask for (0: none). Default 10, under a sound server's (PulseAudio's
+   * I/O threads run at 5 to 20, PipeWire's at up to 88) and the agent's unit allows it (LimitRTPRIO=10). At normal
+   * priority, PortAudio's thread was not scheduled for 40-350 ms at a time on the loaded test machine: the ALSA
+   * buffer ran dry and the sound server played silence of its own, a click for the listener and a jump of the echo
+   * path for the canceller (dacClock.ts). Without permission the threads run on as before (RealtimeReport).
+   */
+  realtimePriority?: number;
 }
+
+/** PortAudioOptions.realtimePriority's default; systemd/speaker-agent.service's LimitRTPRIO allows it. */
+export const AUDIO_THREAD_PRIORITY = 10;
 
 export class PortAudioBackend implements AudioBackend {
   private readonly framesPerBuffer: number;
@@ -98,6 +110,7 @@ export class PortAudioBackend implements AudioBackend {
   private readonly maxQueuedFrames: number;
   private readonly outputLatencyMs: number;
   private readonly inputLatencyMs: number;
+  private readonly realtimePriority: number;
 
   constructor(opts: PortAudioOptions = {}) {
     this.outputLatencyMs = opts.outputLatencyMs ?? 60;
@@ -106,6 +119,7 @@ export class PortAudioBackend implements AudioBackend {
     this.captureFramesPerBuffer = opts.captureFramesPerBuffer ?? 2 * FRAME_SAMPLES;
     this.stallMs = opts.stallMs ?? 500;
     this.maxQueuedFrames = opts.maxQueuedFrames ?? 10;
+    this.realtimePriority = opts.realtimePriority ?? AUDIO_THREAD_PRIORITY;
   }
 
   listDevices(): AudioDeviceInfo[] {
@@ -128,7 +142,7 @@ export class PortAudioBackend implements AudioBackend {
 
   openCapture(deviceName: string): CaptureDevice {
     const dev = resolveDevice(this.listDevices(), deviceName, 'input');
-    return new PortAudioCapture(dev, { framesPerBuffer: this.captureFramesPerBuffer, stallMs: this.stallMs, latencyMs: this.inputLatencyMs });
+    return new PortAudioCapture(dev, { framesPerBuffer: this.captureFramesPerBuffer, stallMs: this.stallMs, latencyMs: this.inputLatencyMs, realtimePriority: this.realtimePriority });
   }
 
   openPlayback(deviceName: string): PlaybackDevice {
@@ -138,6 +152,7 @@ export class PortAudioBackend implements AudioBackend {
       latencyMs: this.outputLatencyMs,
       stallMs: this.stallMs,
       maxQueuedFrames: this.maxQueuedFrames,
+      realtimePriority: this.realtimePriority,
     });
   }
 }
@@ -194,6 +209,13 @@ interface StreamOptions {
   framesPerBuffer: number;
   stallMs: number;
   latencyMs: number;
+  realtimePriority: number;
+}
+
+/** The audio thread's real-time scheduling, once, from the stream's first callback (-1 there: not asked). */
+function reportRealtime(io: FrameIO, report: RealtimeReport | undefined): void {
+  const r = io.stats().realtime;
+  if (r !== -1) report?.(r);
 }
 
 const hrNow = (): bigint => process.hrtime.bigint();
@@ -226,6 +248,9 @@ class StallWatchdog {
 
 class PortAudioCapture implements CaptureDevice {
   onError?: (err: AudioDeviceError) => void;
+  onRealtime?: RealtimeReport;
+  /** the stream's first callback has reported its thread's scheduling (reportRealtime) */
+  private realtimeReported = false;
   readonly stats = { frames: 0, overflows: 0 };
   private io: FrameIO | undefined;
   private watchdog: StallWatchdog | undefined;
@@ -257,6 +282,7 @@ class PortAudioCapture implements CaptureDevice {
               deviceId: this.device.id,
               framesPerBuffer: this.opts.framesPerBuffer,
               latencyMs: this.opts.latencyMs,
+              realtimePriority: this.opts.realtimePriority,
             },
             (chunk, flags) => this.onChunk(chunk, flags),
           ),
@@ -271,6 +297,7 @@ class PortAudioCapture implements CaptureDevice {
       throw classifyPortAudioError(err, `cannot start capture device ${this.device.label}`);
     }
     this.io = io;
+    this.realtimeReported = false;
     this.onFrame = onFrame;
     this.failed = false;
     this.watchdog = new StallWatchdog(io, this.opts.stallMs, () =>
@@ -281,6 +308,10 @@ class PortAudioCapture implements CaptureDevice {
   private onChunk(chunk: Buffer, flags: number): void {
     const onFrame = this.onFrame;
     if (!this.io || !onFrame) return; // a callback that was queued before stop()
+    if (!this.realtimeReported) {
+      this.realtimeReported = true;
+      reportRealtime(this.io, this.onRealtime);
+    }
     if (flags !== 0) this.stats.overflows++;
     const at = hrNow();
     // Frames in one chunk were captured 20 ms apart; the last one ends now. Each carries its own capture time so
@@ -332,6 +363,9 @@ class PortAudioCapture implements CaptureDevice {
 
 class PortAudioPlayback implements PlaybackDevice {
   onError?: (err: AudioDeviceError) => void;
+  onRealtime?: RealtimeReport;
+  /** the stream's first callback has reported its thread's scheduling (reportRealtime) */
+  private realtimeReported = false;
   /** Called, in order, each time the audio callback has taken a frame (handed it to ALSA). */
   onHanded?: (atNs: bigint) => void;
   onStarved?: (ms: number, queuedMs: number) => void;
@@ -378,6 +412,7 @@ class PortAudioPlayback implements PlaybackDevice {
               deviceId: this.device.id,
               framesPerBuffer: this.opts.framesPerBuffer,
               latencyMs: this.opts.latencyMs,
+              realtimePriority: this.opts.realtimePriority,
               ringBytes: this.opts.maxQueuedFrames * FRAME_BYTES,
             },
             (consumed, flags, starved, atMs, latencyMs) => this.onConsumed(consumed, starved, flags, atMs, latencyMs),
@@ -393,6 +428,7 @@ class PortAudioPlayback implements PlaybackDevice {
       throw classifyPortAudioError(err, `cannot start playback device ${this.device.label}`);
     }
     this.io = io;
+    this.realtimeReported = false;
     this.failed = false;
     this.written = this.consumed = this.dropped = 0;
     this.dac.reset();
@@ -420,6 +456,10 @@ class PortAudioPlayback implements PlaybackDevice {
    *  status flags, when it ran (steady-clock ms) and its buffer's latency to the DAC (ms, 0 if unknown). */
   private onConsumed(consumed: number, starved: number, flags: number, atMs: number, latencyMs: number): void {
     if (!this.io) return; // a report queued before stop()
+    if (!this.realtimeReported) {
+      this.realtimeReported = true;
+      reportRealtime(this.io, this.onRealtime);
+    }
     // Silence the audio system played below the stream (dacClock.ts) came before this callback's buffer and the
     // frames still queued, and before what the callbacks took since the last timed one (an underrun's, untimed).
     const below = this.dac.note(((consumed + starved) / FRAME_BYTES) * 20, flags, atMs, latencyMs);

@@ -43,6 +43,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
   private backoffMs: number;
   private timer: NodeJS.Timeout | undefined;
   private loggedCode: string | undefined;
+  private realtimeSeen: number | undefined;
   private waiters: (() => void)[] = [];
   private closing: Promise<void> | undefined;
 
@@ -66,6 +67,19 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
 
   /** Called each time a device has opened, before whenOpen() resolves. */
   protected opened(): void {}
+
+  /** The audio thread's scheduling, logged once per device (and again only if it changes): a board that denies
+   *  real-time priority plays on, and its log says why a busy moment may cut the sound. */
+  protected noteRealtime(errno: number): void {
+    if (errno === this.realtimeSeen) return;
+    this.realtimeSeen = errno;
+    if (errno === 0) this.log.info({ device: this.opts.deviceName }, `${this.kind} audio thread at real-time priority`);
+    else
+      this.log.warn(
+        { device: this.opts.deviceName, errno },
+        `${this.kind} audio thread at normal priority (real-time scheduling refused, errno ${errno}): a busy board may cut the sound; the systemd unit's LimitRTPRIO allows it`,
+      );
+  }
 
   /** First attempt; never throws for device errors (they are retried). */
   protected async begin(): Promise<void> {
@@ -161,6 +175,7 @@ export class ResilientCapture extends ResilientDevice<CaptureDevice> implements 
 
   protected async openInner(): Promise<CaptureDevice> {
     const dev = this.opts.backend.openCapture(this.opts.deviceName);
+    dev.onRealtime = (errno) => this.noteRealtime(errno);
     await dev.start((f, at) => this.onFrame?.(f, at));
     return dev;
   }
@@ -203,6 +218,7 @@ export class ResilientPlayback extends ResilientDevice<PlaybackDevice> implement
     const dev = this.opts.backend.openPlayback(this.opts.deviceName);
     dev.onHanded = (at) => this.onHanded?.(at);
     dev.onStarved = (ms, queuedMs) => this.onStarved?.(ms, queuedMs);
+    dev.onRealtime = (errno) => this.noteRealtime(errno);
     await dev.start();
     return dev;
   }

@@ -206,3 +206,50 @@ describe('Downlink on a speaker that is reopened', () => {
     await waitUntil(() => downlink.stats.framesSilence >= from + 25, 5000, 'the speaker to play after the reopen');
   });
 });
+
+describe('Downlink playout queue on a stalled event loop', () => {
+  /** Blocks the event loop (garbage collection, a busy board) for ms. */
+  const stall = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end);
+  };
+
+  it('keeps a frame more queued after each underrun of its stream, at most 60 ms, and gives it back after a steady stretch', async () => {
+    const playback = backend.openPlayback('default');
+    const downlink = new Downlink({ playback, decoder: new OpusFrameDecoder(), jitter: new JitterBuffer(), echoGate: new EchoGate({ mode: 'full-duplex' }), playoutRelaxMs: 3000 });
+    cleanups.push(() => downlink.stop());
+    await downlink.start();
+    await waitUntil(() => downlink.stats.framesSilence >= 25, 5000, 'the speaker to take audio');
+    // what the device holds right after each frame handed, as the downlink refilled it
+    const queued: number[] = [];
+    const handed = playback.onHanded!;
+    playback.onHanded = (at) => {
+      handed(at);
+      queued.push(playback.queuedMs);
+    };
+    // three stalls, each its own episode (over 1 s apart): one frame more for each, up to three frames
+    const grown: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = { underruns: downlink.stats.speakerUnderruns, grows: downlink.stats.playoutQueueGrows, target: downlink.playoutQueueMs };
+      stall(150); // the speaker runs dry: one frame queued covers 20 ms; the stall starves several callbacks
+      await waitUntil(() => downlink.stats.speakerUnderruns > before.underruns, 2000, 'the stall to be counted as an underrun');
+      await sleep(300);
+      grown.push(downlink.stats.playoutQueueGrows - before.grows);
+      if (before.target < 60) expect(downlink.playoutQueueMs, `stall ${i + 1}`).toBe(before.target + 20);
+      await sleep(900);
+    }
+    expect(downlink.playoutQueueMs).toBe(60);
+    expect(grown.slice(0, 2)).toEqual([1, 1]); // one growth per stall, not one per starved callback
+    expect(downlink.stats.playoutQueueGrows).toBe(2);
+    // and the device really held it: three frames after a frame was handed
+    queued.length = 0;
+    await sleep(300);
+    expect(Math.max(...queued), `queued after each frame handed: ${queued.join(' ')}`).toBe(60);
+    // a steady stretch (3 s here, 30 s by default) gives the frames back, one at a time
+    await waitUntil(() => downlink.playoutQueueMs === 20, 12_000, 'the queue to shrink back to one frame');
+    queued.length = 0;
+    await sleep(300);
+    expect(Math.max(...queued), `queued after each frame handed: ${queued.join(' ')}`).toBe(20);
+    expect(downlink.stats.framesSilence).toBeGreaterThan(0);
+  });
+});

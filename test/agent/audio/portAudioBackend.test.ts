@@ -1,12 +1,18 @@
 // PortAudio capture and playback on the virtual sound card: a tone played into the microphone is captured,
 // a tone written to the speaker is heard on its monitor.
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AudioDeviceError, type CaptureDevice, type PlaybackDevice } from '../../../src/agent/audio/audioDevice.js';
-import { classifyPortAudioError, PortAudioBackend, resolveDevice } from '../../../src/agent/audio/portAudioBackend.js';
+import { AUDIO_THREAD_PRIORITY, classifyPortAudioError, PortAudioBackend, resolveDevice } from '../../../src/agent/audio/portAudioBackend.js';
 import { dominantFrequency, playIntoSink, rms, sleep, startRecording, tone, toneFraction, waitUntil } from '../../support/audioCapture.js';
+import { threadScheduling } from '../../support/threadPriority.js';
 import { pactl, VIRTUAL } from '../../support/virtualAudio.js';
+
+const execFileP = promisify(execFile);
 
 const backend = new PortAudioBackend();
 const open: (CaptureDevice | PlaybackDevice)[] = [];
@@ -154,6 +160,55 @@ describe('PortAudioBackend', () => {
     }
     const moves = offsets.slice(1).map((o, i) => Math.abs(o - offsets[i])).sort((a, b) => a - b);
     expect(moves[Math.floor(moves.length / 2)], `DAC offset moves ${moves.map((m) => m.toFixed(1)).join(' ')}`).toBeLessThan(0.5);
+  });
+
+  it('audio threads ask for real-time priority (SCHED_FIFO 10) from their first callback, and report it once', async () => {
+    // At normal priority PortAudio's thread went unscheduled for 40-350 ms on the loaded test machine: the sound
+    // server played silence below the stream (dacClock.ts), a click and a moved echo path (PATCHES.md item 17).
+    const fifo = () => threadScheduling().filter((t) => t.policy === 1);
+    expect(fifo(), 'no real-time thread before').toEqual([]);
+    const reports: number[] = [];
+    const pb = backend.openPlayback('default');
+    const cap = backend.openCapture('default');
+    open.push(pb, cap);
+    pb.onRealtime = (r) => reports.push(r);
+    cap.onRealtime = (r) => reports.push(r);
+    pb.onHanded = () => pb.write(new Int16Array(960));
+    await pb.start();
+    await cap.start(() => undefined);
+    pb.write(new Int16Array(960));
+    await waitUntil(() => reports.length >= 2, 5000, 'both streams to report');
+    await sleep(300);
+    expect(reports).toEqual([0, 0]); // once per stream; granted (root here)
+    const rt = fifo();
+    expect(rt.length).toBe(2);
+    for (const t of rt) expect(t.rtPriority).toBe(AUDIO_THREAD_PRIORITY);
+    await Promise.all(open.splice(0).map((d) => d.stop()));
+
+    // realtimePriority 0: nothing asked, nothing reported
+    const plain = new PortAudioBackend({ realtimePriority: 0 }).openPlayback('default');
+    open.push(plain);
+    const none: number[] = [];
+    plain.onRealtime = (r) => none.push(r);
+    let handed = 0;
+    plain.onHanded = () => handed++;
+    await plain.start();
+    plain.write(new Int16Array(960));
+    await waitUntil(() => handed >= 1, 5000, 'the frame to be taken');
+    expect(none).toEqual([]);
+    expect(fifo()).toEqual([]);
+  });
+
+  it('a process without permission for real-time scheduling is told so (EPERM) and plays on at normal priority', async () => {
+    // as the agent under a unit without LimitRTPRIO: no CAP_SYS_NICE, RLIMIT_RTPRIO 0
+    const { stdout } = await execFileP(
+      'setpriv',
+      ['--bounding-set', '-sys_nice', '--inh-caps', '-sys_nice', 'prlimit', '--rtprio=0', process.execPath, '--import', 'tsx', path.join(import.meta.dirname, '../../support/realtimeDeniedMain.ts')],
+      { env: process.env, timeout: 30_000 },
+    );
+    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { realtime: number; handed: number };
+    expect(r.realtime).toBe(1); // EPERM
+    expect(r.handed).toBeGreaterThanOrEqual(25);
   });
 
   it('the native FrameIO stream rejects bad input with clear errors (never a crash) and closes idempotently', async () => {

@@ -18,13 +18,18 @@
 //   the buffer (capture: currentTime - inputBufferAdcTime; playback: outputBufferDacTime - currentTime; ALSA's
 //   delay; 0 when PortAudio gives none, as at an output underflow). Item 16 of PATCHES.md.
 //   start(), write(buf) -> bytes dropped from the ring to make room (normally 0), close() -> Promise (idempotent),
-//   stats() -> { droppedChunks, droppedBytes, starvedCallbacks }
+//   stats() -> { droppedChunks, droppedBytes, starvedCallbacks, realtime }
+//   realtimePriority (option, default 0 = off): the audio thread asks for SCHED_FIFO at that priority in its first
+//   callback (PATCHES.md item 17); stats().realtime: -1 not yet asked, 0 granted, else the errno (EPERM without
+//   CAP_SYS_NICE or an RLIMIT_RTPRIO that high).
 //   msSinceCallback() -> ms since the audio callback last ran (since start() before the first one): the stall
 //   watchdog reads the audio thread's own clock, so a busy event loop is never mistaken for a stalled device.
 #include "AlsaProbeList.h"
 #include <node_api.h>
 #include <chrono>
 #include <portaudio.h>
+#include <pthread.h>
+#include <sched.h>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -92,6 +97,15 @@ class FrameIO {
   std::atomic<uint32_t> droppedChunks{0};
   std::atomic<uint64_t> droppedBytes{0};
   std::atomic<uint32_t> starvedCallbacks{0};
+  // real-time scheduling of the audio thread (item 17): asked for once, from the thread itself
+  int realtimePriority = 0;
+  std::atomic<int> realtime{-1};
+  void askRealtime() {
+    if (realtimePriority <= 0 || realtime.load(std::memory_order_relaxed) != -1) return;
+    sched_param sp{};
+    sp.sched_priority = realtimePriority;
+    realtime.store(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp), std::memory_order_relaxed);
+  }
   // steady_clock nanoseconds of the last callback (or of start()), written by the audio thread
   std::atomic<int64_t> lastCallbackNs{0};
   void shutdownStream() {
@@ -112,6 +126,7 @@ class FrameIO {
 int InputCallback(const void* in, void*, unsigned long frameCount, const PaStreamCallbackTimeInfo* ti,
                   PaStreamCallbackFlags flags, void* user) {
   FrameIO* io = static_cast<FrameIO*>(user);
+  io->askRealtime();
   Timing timing = timingOf(ti, true);
   io->lastCallbackNs.store(steadyNowNs(), std::memory_order_relaxed);
   if (io->closing.load(std::memory_order_relaxed)) return paContinue;
@@ -134,6 +149,7 @@ int InputCallback(const void* in, void*, unsigned long frameCount, const PaStrea
 int OutputCallback(const void*, void* out, unsigned long frameCount, const PaStreamCallbackTimeInfo* ti,
                    PaStreamCallbackFlags flags, void* user) {
   FrameIO* io = static_cast<FrameIO*>(user);
+  io->askRealtime();
   Timing timing = timingOf(ti, false);
   io->lastCallbackNs.store(steadyNowNs(), std::memory_order_relaxed);
   uint8_t* dst = static_cast<uint8_t*>(out);
@@ -253,17 +269,20 @@ napi_value Construct(napi_env env, napi_callback_info info) {
     if (napi_get_named_property(env, argv[0], "input", &v) != napi_ok || napi_get_value_bool(env, v, &isInput) != napi_ok)
       return Throw(env, "FrameIO: options.input must be a boolean");
   }
-  double deviceId, sampleRate, channels, framesPerBuffer, latencyMs, ringBytes;
+  double deviceId, sampleRate, channels, framesPerBuffer, latencyMs, ringBytes, realtimePriority;
   if (!GetNumber(env, argv[0], "deviceId", -1, &deviceId) || !GetNumber(env, argv[0], "sampleRate", 48000, &sampleRate) ||
       !GetNumber(env, argv[0], "channelCount", 1, &channels) || !GetNumber(env, argv[0], "framesPerBuffer", 960, &framesPerBuffer) ||
-      !GetNumber(env, argv[0], "latencyMs", 0, &latencyMs) || !GetNumber(env, argv[0], "ringBytes", 19200, &ringBytes))
+      !GetNumber(env, argv[0], "latencyMs", 0, &latencyMs) || !GetNumber(env, argv[0], "ringBytes", 19200, &ringBytes) ||
+      !GetNumber(env, argv[0], "realtimePriority", 0, &realtimePriority))
     return Throw(env, "FrameIO: numeric options must be numbers");
-  if (channels < 1 || channels > 8 || framesPerBuffer < 1 || framesPerBuffer > 65536 || ringBytes < 2 || ringBytes > (1 << 24))
+  if (channels < 1 || channels > 8 || framesPerBuffer < 1 || framesPerBuffer > 65536 || ringBytes < 2 || ringBytes > (1 << 24) ||
+      realtimePriority < 0 || realtimePriority > 99)
     return Throw(env, "FrameIO: options out of range");
 
   FrameIO* io = new FrameIO();
   io->input = isInput;
   io->bytesPerSampleFrame = (uint32_t)channels * 2;
+  io->realtimePriority = (int)realtimePriority;
   if (!isInput) {
     io->ring.resize((size_t)ringBytes);
   }
@@ -437,6 +456,8 @@ napi_value Stats(napi_env env, napi_callback_info info) {
   napi_set_named_property(env, o, "droppedBytes", v);
   napi_create_uint32(env, io->starvedCallbacks.load(), &v);
   napi_set_named_property(env, o, "starvedCallbacks", v);
+  napi_create_int32(env, io->realtime.load(), &v);
+  napi_set_named_property(env, o, "realtime", v);
   return o;
 }
 
