@@ -91,8 +91,9 @@ export interface PortAudioOptions {
   outputLatencyMs?: number;
   inputLatencyMs?: number;
   /**
-   * SCHED_FIFO priority the audio threads ask for (0: none). Default 10, under a sound server's (PulseAudio's
-   * I/O threads run at 5 to 20, PipeWire's at up to 88) and the agent's unit allows it (LimitRTPRIO=10). At normal
+   * SCHED_FIFO priority the audio threads ask for (0: none). Default 10, which the agent's unit allows
+   * (LimitRTPRIO=10); each thread only copies a frame per period, so above a sound server's I/O threads
+   * (PulseAudio's at 5 by default) or below them (PipeWire's at up to 88) it cannot starve them. At normal
    * priority, PortAudio's thread was not scheduled for 40-350 ms at a time on the loaded test machine: the ALSA
    * buffer ran dry and the sound server played silence of its own, a click for the listener and a jump of the echo
    * path for the canceller (dacClock.ts). Without permission the threads run on as before (RealtimeReport).
