@@ -104,7 +104,9 @@ function startAgent(url: string, workspaceKey: string): AgentProcess {
     createInterface({ input: child.stdout! }).on('line', (l) => {
       const said = /"msg":"user: (.*?)"/.exec(l);
       if (said) userSaid.push(said[1]);
-      const aec = /"msg":"echo canceller: (.*?)"/.exec(l) ?? /"msg":"(speaker underrun)/.exec(l);
+      // the server's transcripts and the listening states (speech heard, stopped) on the same clock: a transcript
+      // of the assistant's own echo then says whether it leaked before the canceller converged (the gate) or after
+      const aec = /"msg":"echo canceller: (.*?)"/.exec(l) ?? /"msg":"(speaker underrun)/.exec(l) ?? /"msg":"(user: .*?)"/.exec(l) ?? /"msg":"(listening: .*?)"/.exec(l);
       if (aec) {
         const why = /"reason":"(.*?)"/.exec(l)?.[1] ?? /"delayMs":([\d.]+)/.exec(l)?.[1] ?? /"queueMs":(\d+)/.exec(l)?.[1];
         aecLog.push(`+${((performance.now() - t0) / 1000).toFixed(1)} s ${aec[1]}${why ? ` (${why})` : ''}`);
@@ -124,6 +126,8 @@ function startAgent(url: string, workspaceKey: string): AgentProcess {
     aecLog,
     startedAt: t0,
     stop: async () => {
+      // ECHO_ROOM_TRACE=1 (as for the room's own trace): every run's account, not only a failure's
+      if (process.env.ECHO_ROOM_TRACE) process.stderr.write(`echo e2e: the agent's account: ${aecLog.join(', ')}\n`);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');

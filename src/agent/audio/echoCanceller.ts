@@ -119,6 +119,7 @@ export class EchoCanceller {
    *  microphone that no longer hears the speaker, say) is no proof of a working filter */
   private readonly linear: Int16Array;
   private readonly margin: number;
+  private readonly filterMs: number;
   private readonly refNow: Int16Array;
   private readonly micHistory: Int16Array;
   private readonly refAligned: Int16Array;
@@ -168,9 +169,10 @@ export class EchoCanceller {
     if (this.rate !== 16_000 && this.rate !== 48_000) throw new RangeError(`echo canceller: rate ${this.rate} (16000 or 48000)`);
     this.frame = (FRAME_SAMPLES * this.rate) / SAMPLE_RATE;
     this.margin = Math.round(((o.marginMs ?? 5) * this.rate) / 1000);
+    this.filterMs = o.filterMs ?? 80;
     this.sub = ((o.speexFrameMs ?? 5) * this.rate) / 1000;
     const steady = ((o.steadyFrameMs ?? 10) * this.rate) / 1000;
-    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, steadyFrameSize: steady > this.sub ? steady : undefined, filterMs: o.filterMs ?? 80, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
+    this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, steadyFrameSize: steady > this.sub ? steady : undefined, filterMs: this.filterMs, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
     this.cleaned = new Int16Array(this.frame);
     this.linear = new Int16Array(this.frame);
     this.delay = new EchoDelay({ rate: this.rate });
@@ -238,6 +240,15 @@ export class EchoCanceller {
 
   get currentState(): AecState {
     return this.state;
+  }
+
+  /** How long after the end of a frame handed to the speaker (at the queue depth it was handed with) its echo
+   *  is still heard at the microphone, as measured: the delay in use, less the margin, plus the filter's span
+   *  (the room's tail it models) and one capture frame (a frame is stamped when its last sample arrives).
+   *  undefined before a delay is found. The half-duplex gate holds at least this long (micStages.ts). */
+  get echoSpanMs(): number | undefined {
+    if (this.delayInUse === undefined) return undefined;
+    return ((this.delayInUse - this.margin) * 1000) / this.rate + this.filterMs + (FRAME_SAMPLES * 1000) / SAMPLE_RATE;
   }
 
   stats(): AecStats {

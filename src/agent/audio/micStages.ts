@@ -31,9 +31,14 @@ export function echoCancelStage(canceller: EchoCanceller, gate: EchoGate): MicSt
   const follow = () => (gate.mode = canceller.currentState === 'converged' ? 'full-duplex' : 'half-duplex');
   follow();
   canceller.onState = follow;
+  // The gate's tail (settings echoTailMs, 200 ms) is a guess at the echo path; once the canceller has measured it,
+  // the gate holds at least as long as the echo lasts: a speaker with more latency (USB, a sound server's buffer)
+  // otherwise sends the end of every word's echo, and its reverberation, in each pause before convergence.
+  const configuredTailMs = gate.tailMs;
   return {
     process(frame) {
       frame.pcm = canceller.process(frame.pcm, frame.capturedAtNs);
+      gate.tailMs = Math.max(configuredTailMs, Math.ceil(canceller.echoSpanMs ?? 0));
       return frame;
     },
   };

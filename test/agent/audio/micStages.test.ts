@@ -65,8 +65,8 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
   const S = SAMPLE_RATE;
 
   /** The agent's auto chain on the synthetic room: canceller stage, then the gate, on one simulated clock. */
-  function autoChain(seconds: number, segments: EchoPathSegment[], nearEnd?: Int16Array) {
-    const far = atLevel(farEndSpeech(seconds), -20);
+  function autoChain(seconds: number, segments: EchoPathSegment[], nearEnd?: Int16Array, farEnd = farEndSpeech(seconds)) {
+    const far = atLevel(farEnd, -20);
     const room = buildRoom({ farEnd: far, delayMs: segments, echoGainDb: -6, noiseDbfs: -65, nearEnd });
     const clock = { ns: 0n };
     const lines: string[] = [];
@@ -76,17 +76,21 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     const gate = new EchoGate({ mode: 'half-duplex', tailMs: 200, nowMs: () => Number(clock.ns) / 1e6 });
     const stage = echoCancelStage(aec, gate);
     const modes: string[] = [];
+    const spans: (number | undefined)[] = [];
+    const tails: number[] = [];
     const both = {
       notePlayback: (f: Int16Array, q: number) => (reference.notePlayback(f, q), gate.notePlayback(f, q)),
     };
     const sent = runCall(far, room.mic, both, (pcm, capturedAtNs) => {
       const out = stage.process({ pcm, capturedAtNs })!;
       modes.push(gate.mode);
+      spans.push(aec.echoSpanMs);
+      tails.push(gate.tailMs);
       return gate.filter(out.pcm, 0);
     }, clock);
     const logged = lines.map((l) => JSON.parse(l) as { msg: string; state?: string; reason?: string }).filter((l) => /echo canceller: (converg|diverg)/.test(l.msg));
     aec.close();
-    return { far, room, sent, modes, logged };
+    return { far, room, sent, modes, spans, tails, logged };
   }
 
   const silent = (pcm: Int16Array, fromMs: number, toMs: number) => pcm.subarray((fromMs * S) / 1000, (toMs * S) / 1000).every((v) => v === 0);
@@ -113,6 +117,26 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     expect(states.every((s, i) => i === 0 || s !== states[i - 1])).toBe(true);
     expect(modes.slice(700, 1200)).toContain('half-duplex');
     expect(modes.at(-1)).toBe('full-duplex');
+  });
+
+  it('regression: a speaker with more latency than the gate\'s tail (260 ms against 200) sent the end of every word\'s echo before convergence; the gate now holds for the measured echo path', () => {
+    // the far end in bursts: 500 ms of speech, 500 ms of pause (longer than the configured tail and the measured one)
+    const far = farEndSpeech(10);
+    for (let i = 0; i < far.length; i++) if (i % S >= 0.5 * S) far[i] = 0;
+    const { sent, modes, spans, tails } = autoChain(10, [{ fromSample: 0, delayMs: 260 }], undefined, far);
+    const found = spans.findIndex((d) => d !== undefined);
+    expect(found, 'the delay is found').toBeGreaterThan(0);
+    // what the canceller measured, and the gate's tail from then on: the echo's delay and the room's tail
+    expect(spans[found]!).toBeGreaterThan(260 + 60);
+    expect(tails[found - 1]).toBe(200);
+    expect(tails.slice(found).every((t) => t >= 260 + 60)).toBe(true);
+    // not vacuous: frames the gate passed before convergence, after the delay was found (the pauses' ends)
+    const frameRms = (i: number) => Math.sqrt(sent.subarray(i * 960, (i + 1) * 960).reduce((a, v) => a + v * v, 0) / 960);
+    const passed = modes.map((m, i) => i).filter((i) => i >= found && modes[i] === 'half-duplex' && frameRms(i) > 0);
+    expect(passed.length, 'frames passed by the gate before convergence').toBeGreaterThan(5);
+    // and none of them carries echo: the room's noise only (-65 dBFS; the echo is -26 dBFS)
+    const loudest = Math.max(...passed.map(frameRms));
+    expect(20 * Math.log10(loudest / 32768), 'loudest frame passed before convergence, dBFS').toBeLessThan(-55);
   });
 
   it('falls back to the gate when the canceller diverges (its output louder than the microphone), with the reason', () => {
