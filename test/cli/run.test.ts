@@ -2,7 +2,7 @@
 // binds (a real unix datagram socket), `status` reads the daemon's socket, SIGTERM closes the call so the
 // companion server sees the peer go and the process exits 0 after STOPPING=1. And the README's first
 // command: `run --demo` with no server configured and a scripted user.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -145,6 +145,30 @@ describe('speaker-agent run --demo (the README\'s first command)', () => {
       fresh.remove();
     }
   }, 150_000);
+});
+
+describe('NODE_OPTIONS=--jitless (README, "Node.js versions": the lighter choice for a board short of memory)', () => {
+  it('the whole conversation runs without V8\'s compilers: the wake word, the call, the function and the reply', async () => {
+    const fresh = deviceDirs({ NODE_OPTIONS: '--jitless' });
+    try {
+      const r = await runCli(['run', '--demo', '--demo-timeout', '90'], fresh.env, 140_000);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      // the wake word engine (ONNX Runtime in its worker thread, which inherits the flag) was ready and used
+      expect(r.stdout).toMatch(/the scripted user says "hey jarvis\. set the volume/);
+      expect(r.stdout).toMatch(/function\s+set_device_volume \{"volume_level":40\} -> volume now 40%/);
+      expect(r.stdout).toMatch(/demo\s+done: .*mixer reads 40%/);
+      // node took the flag: V8 without its compilers has no WebAssembly compiler, so a module cannot be compiled
+      const probe = await new Promise<string>((resolve) => {
+        const c = spawn(process.execPath, ['-e', 'try { new WebAssembly.Module(new Uint8Array([0,97,115,109,1,0,0,0])); console.log("jit") } catch { console.log("jitless") }'], { env: fresh.env });
+        let out = '';
+        c.stdout!.on('data', (d) => (out += d));
+        c.on('close', () => resolve(out.trim()));
+      });
+      expect(probe).toBe('jitless');
+    } finally {
+      fresh.remove();
+    }
+  }, 180_000);
 });
 
 describe('npm start on a machine without a sound card (run --conversation)', () => {
