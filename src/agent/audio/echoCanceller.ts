@@ -243,12 +243,18 @@ export class EchoCanceller {
   }
 
   /** How long after the end of a frame handed to the speaker (at the queue depth it was handed with) its echo
-   *  is still heard at the microphone, as measured: the delay in use, less the margin, plus the filter's span
-   *  (the room's tail it models) and one capture frame (a frame is stamped when its last sample arrives).
-   *  undefined before a delay is found. The half-duplex gate holds at least this long (micStages.ts). */
-  get echoSpanMs(): number | undefined {
-    if (this.delayInUse === undefined) return undefined;
-    return ((this.delayInUse - this.margin) * 1000) / this.rate + this.filterMs + (FRAME_SAMPLES * 1000) / SAMPLE_RATE;
+   *  may still be heard at the microphone: the delay, less the margin, plus the filter's span (the room's tail it
+   *  models) and one capture frame (a frame is stamped when its last sample arrives). The delay is the one in use
+   *  once found; before that, the longest the estimator looks for (595 ms by default): until the canceller has
+   *  measured the path, the half-duplex gate (micStages.ts) must not guess it short. */
+  get echoSpanMs(): number {
+    const delayMs = this.delayInUse === undefined ? this.delay.maxMs : (this.delayInUse * 1000) / this.rate;
+    return delayMs - (this.margin * 1000) / this.rate + this.filterMs + (FRAME_SAMPLES * 1000) / SAMPLE_RATE;
+  }
+
+  /** Whether the echo path's delay has been measured (echoSpanMs is then the measured span). */
+  get echoPathMeasured(): boolean {
+    return this.delayInUse !== undefined;
   }
 
   stats(): AecStats {

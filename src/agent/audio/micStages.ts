@@ -31,14 +31,16 @@ export function echoCancelStage(canceller: EchoCanceller, gate: EchoGate): MicSt
   const follow = () => (gate.mode = canceller.currentState === 'converged' ? 'full-duplex' : 'half-duplex');
   follow();
   canceller.onState = follow;
-  // The gate's tail (settings echoTailMs, 200 ms) is a guess at the echo path; once the canceller has measured it,
-  // the gate holds at least as long as the echo lasts: a speaker with more latency (USB, a sound server's buffer)
-  // otherwise sends the end of every word's echo, and its reverberation, in each pause before convergence.
+  // The gate's tail (settings echoTailMs, 200 ms) is a guess at the echo path; the gate holds at least as long as
+  // the echo lasts: as the canceller measured it, and before that the longest path it looks for. A speaker with more
+  // latency (USB, a sound server's buffer) otherwise sends the end of every word's echo, and its reverberation, in
+  // each pause before convergence. Only the service's first second or so of speech in a call is gated that long
+  // (the delay is found within it), and earcons never gate (downlink.ts).
   const configuredTailMs = gate.tailMs;
   return {
     process(frame) {
       frame.pcm = canceller.process(frame.pcm, frame.capturedAtNs);
-      gate.tailMs = Math.max(configuredTailMs, Math.ceil(canceller.echoSpanMs ?? 0));
+      gate.tailMs = Math.max(configuredTailMs, Math.ceil(canceller.echoSpanMs));
       return frame;
     },
   };

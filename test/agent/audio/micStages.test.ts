@@ -76,7 +76,8 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     const gate = new EchoGate({ mode: 'half-duplex', tailMs: 200, nowMs: () => Number(clock.ns) / 1e6 });
     const stage = echoCancelStage(aec, gate);
     const modes: string[] = [];
-    const spans: (number | undefined)[] = [];
+    const spans: number[] = [];
+    const measured: boolean[] = [];
     const tails: number[] = [];
     const both = {
       notePlayback: (f: Int16Array, q: number) => (reference.notePlayback(f, q), gate.notePlayback(f, q)),
@@ -85,12 +86,13 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
       const out = stage.process({ pcm, capturedAtNs })!;
       modes.push(gate.mode);
       spans.push(aec.echoSpanMs);
+      measured.push(aec.echoPathMeasured);
       tails.push(gate.tailMs);
       return gate.filter(out.pcm, 0);
     }, clock);
     const logged = lines.map((l) => JSON.parse(l) as { msg: string; state?: string; reason?: string }).filter((l) => /echo canceller: (converg|diverg)/.test(l.msg));
     aec.close();
-    return { far, room, sent, modes, spans, tails, logged };
+    return { far, room, sent, modes, spans, measured, tails, logged };
   }
 
   const silent = (pcm: Int16Array, fromMs: number, toMs: number) => pcm.subarray((fromMs * S) / 1000, (toMs * S) / 1000).every((v) => v === 0);
@@ -119,24 +121,44 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     expect(modes.at(-1)).toBe('full-duplex');
   });
 
+  const frameRms = (pcm: Int16Array, i: number) => Math.sqrt(pcm.subarray(i * 960, (i + 1) * 960).reduce((a, v) => a + v * v, 0) / 960);
+  const dbfs = (rms: number) => 20 * Math.log10(rms / 32768);
+  /** The far end in bursts: onMs of speech, then offMs of pause, for `seconds`. */
+  function bursts(seconds: number, onMs: number, offMs: number) {
+    const far = farEndSpeech(seconds);
+    const period = ((onMs + offMs) * S) / 1000;
+    for (let i = 0; i < far.length; i++) if (i % period >= (onMs * S) / 1000) far[i] = 0;
+    return far;
+  }
+
   it('regression: a speaker with more latency than the gate\'s tail (260 ms against 200) sent the end of every word\'s echo before convergence; the gate now holds for the measured echo path', () => {
     // the far end in bursts: 500 ms of speech, 500 ms of pause (longer than the configured tail and the measured one)
-    const far = farEndSpeech(10);
-    for (let i = 0; i < far.length; i++) if (i % S >= 0.5 * S) far[i] = 0;
-    const { sent, modes, spans, tails } = autoChain(10, [{ fromSample: 0, delayMs: 260 }], undefined, far);
-    const found = spans.findIndex((d) => d !== undefined);
+    const { sent, modes, spans, measured, tails } = autoChain(10, [{ fromSample: 0, delayMs: 260 }], undefined, bursts(10, 500, 500));
+    const found = measured.indexOf(true);
     expect(found, 'the delay is found').toBeGreaterThan(0);
     // what the canceller measured, and the gate's tail from then on: the echo's delay and the room's tail
-    expect(spans[found]!).toBeGreaterThan(260 + 60);
-    expect(tails[found - 1]).toBe(200);
+    expect(spans[found]).toBeGreaterThan(260 + 60);
+    expect(spans[found]).toBeLessThan(260 + 120);
     expect(tails.slice(found).every((t) => t >= 260 + 60)).toBe(true);
     // not vacuous: frames the gate passed before convergence, after the delay was found (the pauses' ends)
-    const frameRms = (i: number) => Math.sqrt(sent.subarray(i * 960, (i + 1) * 960).reduce((a, v) => a + v * v, 0) / 960);
-    const passed = modes.map((m, i) => i).filter((i) => i >= found && modes[i] === 'half-duplex' && frameRms(i) > 0);
+    const passed = modes.map((m, i) => i).filter((i) => i >= found && modes[i] === 'half-duplex' && frameRms(sent, i) > 0);
     expect(passed.length, 'frames passed by the gate before convergence').toBeGreaterThan(5);
     // and none of them carries echo: the room's noise only (-65 dBFS; the echo is -26 dBFS)
-    const loudest = Math.max(...passed.map(frameRms));
-    expect(20 * Math.log10(loudest / 32768), 'loudest frame passed before convergence, dBFS').toBeLessThan(-55);
+    const loudest = Math.max(...passed.map((i) => frameRms(sent, i)));
+    expect(dbfs(loudest), 'loudest frame passed before convergence, dBFS').toBeLessThan(-55);
+  });
+
+  it('regression: before the delay was found the gate held for its configured 200 ms only, and sent the end of each word\'s echo at up to -14 dBFS; it now holds for the longest path the canceller looks for', () => {
+    // pauses longer than that longest path (595 ms), so the gate opens in each of them
+    const { sent, modes, measured, tails } = autoChain(10, [{ fromSample: 0, delayMs: 260 }], undefined, bursts(10, 500, 1000));
+    const found = measured.indexOf(true);
+    expect(found, 'the delay is found').toBeGreaterThan(0);
+    expect(tails.slice(0, found).every((t) => t === 595)).toBe(true);
+    // not vacuous: frames the gate passed before the delay was found (the long pauses' ends)
+    const passed = modes.map((m, i) => i).filter((i) => i < found && modes[i] === 'half-duplex' && frameRms(sent, i) > 0);
+    expect(passed.length, 'frames passed by the gate before the delay was found').toBeGreaterThan(5);
+    const loudest = Math.max(...passed.map((i) => frameRms(sent, i)));
+    expect(dbfs(loudest), 'loudest frame passed before the delay was found, dBFS').toBeLessThan(-55);
   });
 
   it('falls back to the gate when the canceller diverges (its output louder than the microphone), with the reason', () => {
