@@ -10,6 +10,7 @@ import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { EchoDelay, type DelayEstimate } from './echoDelay.js';
+import { isAudible } from './echoGate.js';
 import { EchoPrimer } from './echoPrimer.js';
 import { EchoReference, JUMP_MS, nsToSamples, StreamClock } from './echoReference.js';
 import { SpeexEcho, SpeexResampler } from './speexEcho.js';
@@ -103,6 +104,10 @@ const COLLAPSED_DB = 3;
 const DIVERGED_BLOCKS = 3;
 /** RMS (s16) above which the aligned reference counts as playing */
 const ACTIVE_RMS = 100;
+/** Far-end playing time after which, with no delay found, the microphone is taken not to hear the speaker clearly
+ *  enough to measure (a headset, a speaker across the room): the delay is found within a second or two of speech
+ *  where there is echo to find. The gate then goes back to its configured tail (echoSpanMs). */
+const UNHEARD_AFTER_MS = 5000;
 
 export class EchoCanceller {
   readonly rate: number;
@@ -160,6 +165,8 @@ export class EchoCanceller {
   private starvedSeen = 0;
   private underrunWatch = 0;
   private readonly counts = { delayChanges: 0, resets: 0, framesProcessed: 0 };
+  /** frames with the far end playing (at the estimator's lag) while no delay was in use */
+  private unmeasuredFarEndFrames = 0;
   /** called on every state change, with the reason */
   onState: ((state: AecState, reason: string) => void) | undefined;
 
@@ -204,6 +211,7 @@ export class EchoCanceller {
     if (n > ESTIMATOR_LAG_FRAMES) {
       const old = ((n - ESTIMATOR_LAG_FRAMES) % slots) * this.frame;
       this.reference.read(pos - ESTIMATOR_LAG_FRAMES * this.frame, this.refNow);
+      if (this.delayInUse === undefined && isAudible(this.refNow, ACTIVE_RMS)) this.unmeasuredFarEndFrames++;
       const last = this.delay.last;
       if (this.delay.push(this.micHistory.subarray(old, old + this.frame), this.refNow)) this.onDelay();
       else if (this.delay.last !== last) this.onEstimate(this.delay.last!);
@@ -246,9 +254,13 @@ export class EchoCanceller {
    *  may still be heard at the microphone: the delay, less the margin, plus the filter's span (the room's tail it
    *  models) and one capture frame (a frame is stamped when its last sample arrives). The delay is the one in use
    *  once found; before that, the longest the estimator looks for (595 ms by default): until the canceller has
-   *  measured the path, the half-duplex gate (micStages.ts) must not guess it short. */
-  get echoSpanMs(): number {
-    const delayMs = this.delayInUse === undefined ? this.delay.maxMs : (this.delayInUse * 1000) / this.rate;
+   *  measured the path, the half-duplex gate (micStages.ts) must not guess it short. undefined when the far end has
+   *  played for UNHEARD_AFTER_MS with no delay found: there is no echo clear enough to measure, nor to fear. */
+  get echoSpanMs(): number | undefined {
+    let delayMs: number;
+    if (this.delayInUse !== undefined) delayMs = (this.delayInUse * 1000) / this.rate;
+    else if (this.unmeasuredFarEndFrames * ((this.frame * 1000) / this.rate) < UNHEARD_AFTER_MS) delayMs = this.delay.maxMs;
+    else return undefined;
     return delayMs - (this.margin * 1000) / this.rate + this.filterMs + (FRAME_SAMPLES * 1000) / SAMPLE_RATE;
   }
 

@@ -35,12 +35,13 @@ export function echoCancelStage(canceller: EchoCanceller, gate: EchoGate): MicSt
   // the echo lasts: as the canceller measured it, and before that the longest path it looks for. A speaker with more
   // latency (USB, a sound server's buffer) otherwise sends the end of every word's echo, and its reverberation, in
   // each pause before convergence. Only the service's first second or so of speech in a call is gated that long
-  // (the delay is found within it), and earcons never gate (downlink.ts).
+  // (the delay is found within it; a microphone that does not hear the speaker goes back to the configured tail
+  // after 5 s of it), and earcons never gate (downlink.ts).
   const configuredTailMs = gate.tailMs;
   return {
     process(frame) {
       frame.pcm = canceller.process(frame.pcm, frame.capturedAtNs);
-      gate.tailMs = Math.max(configuredTailMs, Math.ceil(canceller.echoSpanMs));
+      gate.tailMs = Math.max(configuredTailMs, Math.ceil(canceller.echoSpanMs ?? 0));
       return frame;
     },
   };

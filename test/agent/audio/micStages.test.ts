@@ -65,9 +65,9 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
   const S = SAMPLE_RATE;
 
   /** The agent's auto chain on the synthetic room: canceller stage, then the gate, on one simulated clock. */
-  function autoChain(seconds: number, segments: EchoPathSegment[], nearEnd?: Int16Array, farEnd = farEndSpeech(seconds)) {
+  function autoChain(seconds: number, segments: EchoPathSegment[], nearEnd?: Int16Array, farEnd = farEndSpeech(seconds), echoGainDb = -6) {
     const far = atLevel(farEnd, -20);
-    const room = buildRoom({ farEnd: far, delayMs: segments, echoGainDb: -6, noiseDbfs: -65, nearEnd });
+    const room = buildRoom({ farEnd: far, delayMs: segments, echoGainDb, noiseDbfs: -65, nearEnd });
     const clock = { ns: 0n };
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
@@ -76,7 +76,7 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     const gate = new EchoGate({ mode: 'half-duplex', tailMs: 200, nowMs: () => Number(clock.ns) / 1e6 });
     const stage = echoCancelStage(aec, gate);
     const modes: string[] = [];
-    const spans: number[] = [];
+    const spans: (number | undefined)[] = [];
     const measured: boolean[] = [];
     const tails: number[] = [];
     const both = {
@@ -159,6 +159,18 @@ describe('the echo canceller stage and its fallback to the gate (audio.duplex au
     expect(passed.length, 'frames passed by the gate before the delay was found').toBeGreaterThan(5);
     const loudest = Math.max(...passed.map((i) => frameRms(sent, i)));
     expect(dbfs(loudest), 'loudest frame passed before the delay was found, dBFS').toBeLessThan(-55);
+  });
+
+  it('a microphone that does not hear the speaker (a headset, a speaker across the room) is not gated for the longest path all call: after 5 s of the far end with no delay found, the configured tail', () => {
+    // the echo 70 dB down: below the room's noise, nothing to measure
+    const { measured, tails, spans } = autoChain(14, [{ fromSample: 0, delayMs: 87 }], undefined, bursts(14, 500, 500), -70);
+    expect(measured.includes(true), 'no delay is found').toBe(false);
+    expect(tails[50], 'the first second: the longest path').toBe(595);
+    // the far end plays half the time: 5 s of it by about 10 s; the estimator looks one frame behind
+    const back = spans.findIndex((d) => d === undefined);
+    expect(back * 20, 'ms of the call when the gate goes back to its tail').toBeGreaterThan(9000);
+    expect(back * 20, 'ms of the call when the gate goes back to its tail').toBeLessThan(12_500);
+    expect(tails.slice(back).every((t) => t === 200)).toBe(true);
   });
 
   it('falls back to the gate when the canceller diverges (its output louder than the microphone), with the reason', () => {
