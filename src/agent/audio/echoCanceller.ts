@@ -317,8 +317,9 @@ export class EchoCanceller {
     const samples = Math.round((d.delayMs * this.rate) / 1000);
     const before = this.delayInUse;
     // A few ms the filter follows by itself (the margin; after a break in the path the gate covers it,
-    // checkBreaks); more, and the filter is misplaced: start it afresh. (Restarting on every confirmed move of
-    // 1 ms or more cost the delay-change test its 25 dB: on the real path the estimate wobbles by 1-1.5 ms.)
+    // checkBreaks), or is re-aligned once it cancels poorly (realign); more, and the filter is misplaced: start it
+    // afresh. (Restarting on every confirmed move of 1 ms or more, cancelling well or not, cost the delay-change
+    // test its 25 dB: the estimate then wobbled by 1-1.5 ms on the real path.)
     if (before !== undefined && Math.abs(samples - before) < (MOVED_MS * this.rate) / 1000) return;
     this.delayInUse = samples;
     this.delaySeen = samples;
@@ -390,7 +391,11 @@ export class EchoCanceller {
     if (this.delayInUse === undefined || e.confidence < MOVED_CONFIDENCE) return;
     const samples = (e.delayMs * this.rate) / 1000;
     if (Math.abs(samples - this.delayInUse) > (MOVED_MS * this.rate) / 1000) return;
-    if (!this.realign(samples)) this.delaySeen += 0.2 * (samples - this.delaySeen);
+    if (this.realign(samples)) return;
+    // A move while the filter cancels poorly (or is not judged yet: a restart) is kept apart for realign: averaged
+    // in, a move just over REALIGN_MS would fall under it before the second estimate.
+    const near = Math.abs(samples - this.delaySeen) < (REALIGN_MS * this.rate) / 1000;
+    if (near || (this.lastBlockDb !== undefined && this.lastBlockDb >= CONVERGED_DB)) this.delaySeen += 0.2 * (samples - this.delaySeen);
   }
 
   /**
@@ -398,17 +403,22 @@ export class EchoCanceller {
    * the sound server's): speex's filter, every tap a ms or two off, cancels 0-15 dB and adapts back only in
    * seconds. Found twice, with the filter cancelling poorly (the user talking over the echo leaves the estimate
    * where it was), the filter is placed where the echo now is and restarted from the kept room (roomJob), as for
-   * a larger move (onDelay); the gate holds until it has proved itself. Returns whether it re-aligned.
+   * a larger move (onDelay); the gate holds as after a break (checkBreaks): until it has proved itself, for
+   * BREAK_HOLD_BLOCKS at most (a user talking keeps the blocks low). Not before a room is kept: until the first
+   * convergence the filter cancels poorly anyway, and a restart would only set it back. Returns whether it
+   * re-aligned.
    */
   private realign(samples: number): boolean {
     const per = this.rate / 1000;
-    // not while a restart's training runs (it cancels poorly until it has caught up)
-    const settled = !this.restartPending && !this.job && this.counts.framesProcessed - this.realignedAt >= REALIGN_AFTER_FRAMES;
+    // not while a restart's training runs (it cancels poorly until it has caught up), nor before the restarted
+    // filter's first block is judged (prime clears lastBlockDb)
+    const settled = this.room !== undefined && !this.restartPending && !this.job && this.counts.framesProcessed - this.realignedAt >= REALIGN_AFTER_FRAMES;
     const poor = this.lastBlockDb !== undefined && this.lastBlockDb < CONVERGED_DB;
-    if (!settled || !poor || Math.abs(samples - this.delaySeen) < REALIGN_MS * per) {
+    if (Math.abs(samples - this.delaySeen) < REALIGN_MS * per) {
       this.realignTo = undefined;
       return false;
     }
+    if (!settled || !poor) return false; // the move stays noted (realignTo) for when the filter is judged
     if (this.realignTo === undefined || Math.abs(samples - this.realignTo) > REALIGN_AGREE_MS * per) {
       this.realignTo = samples;
       return false;
@@ -421,7 +431,8 @@ export class EchoCanceller {
     this.counts.resets++;
     this.log.info({ delayMs: round1(samples / per), beforeMs: round1(fromMs) }, 'echo canceller: echo path re-aligned');
     this.resetJudgement();
-    this.restart(this.room ? 'room' : 'silent');
+    this.breakHold = BREAK_HOLD_BLOCKS;
+    this.restart('room');
     this.setState('converging', `the echo moved from ${round1(fromMs)} to ${round1(samples / per)} ms: the filter re-aligned`);
     return true;
   }
@@ -443,6 +454,7 @@ export class EchoCanceller {
   private prime(refPos: number, how: 'silent' | 'room'): void {
     this.restartPending = false;
     this.steadyPending = false;
+    this.lastBlockDb = undefined;
     this.speex.reset();
     const n = Math.floor(this.rate / this.frame) * this.frame;
     if (how === 'room' && this.room) {
