@@ -3,8 +3,9 @@
 //
 //   speaker.monitor --parec--> delay D, gain g, room impulse response h --(+ near end + noise)--pacat--> mic_in -> mic
 //
-// It runs in its own process (echoRoomMain.ts), so a busy test process cannot make it underrun; its clock is the
-// virtual card's (one output sample per input sample read), so the path neither drifts nor slips.
+// It runs in its own process (echoRoomMain.ts), so a busy test process cannot make it underrun, and its delay
+// search in a worker thread of that process (echoRoomSearch.ts), so its own measurement cannot either; its clock is
+// the virtual card's (one output sample per input sample read), so the path neither drifts nor slips.
 //
 // - The delay is measured, not assumed: a probe recorder on "mic" is matched against what the room wrote (its
 //   noise makes the match sharp even in silence), and each stream's sample clock is pinned to wall time by its

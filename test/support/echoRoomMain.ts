@@ -1,10 +1,10 @@
 // THE ECHO ROOM's process (see echoRoom.ts): parec on speaker.monitor -> RoomFilter + near end + noise -> pacat
 // into mic_in. Obeys its parent over IPC: setDelay, measure, near, stopNear, echoLevel, startCapture, stopCapture.
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { locate } from './locate.js';
+import { startWorkerThread } from '../../src/common/workerThread.js';
 import { prng, RoomFilter, ROOM_RATE, syntheticImpulse, type DelayMeasurement, type EchoRoomOptions } from './echoRoom.js';
 
 const opts = JSON.parse(process.argv[2] ?? '{}') as EchoRoomOptions;
@@ -29,6 +29,7 @@ let outErr = '';
 out.stderr.on('data', (c: Buffer) => {
   outErr = (outErr + c.toString()).slice(-2000);
   if (/Stream successfully created/.test(outErr)) outReady = true;
+  if (process.env.ECHO_ROOM_TRACE && /underrun/i.test(c.toString())) process.stderr.write(`ROOMTRACE ${Date.now()} pacat underrun\n`);
 });
 const inp = spawn('parec', ['--device=speaker.monitor', ...RAW, '--latency-msec=10'], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
 // The room is physics: on a loaded machine (2 shared cores) it must not stall, or its delay shifts (a pacat
@@ -45,6 +46,16 @@ function physics(pid: number | undefined): void {
   }
 }
 for (const pid of [process.pid, out.pid, inp.pid]) physics(pid);
+
+// ECHO_ROOM_TRACE: the room's own loop stalls too (over 30 ms: pacat's 40 ms buffer is then at risk)
+if (process.env.ECHO_ROOM_TRACE) {
+  let last = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    if (now - last > 30) process.stderr.write(`ROOMTRACE ${Date.now()} lag ${(now - last - 10).toFixed(1)} ms\n`);
+    last = now;
+  }, 10);
+}
 
 /** Pins a stream's sample index to wall time: the earliest (least delayed) chunk arrivals of the last ~4 s. */
 class StreamClock {
@@ -167,31 +178,45 @@ let corrections = 0;
 let droppedMs = 0;
 let lastPipe: { pipeMs: number; at: number } | undefined;
 
-/** The streams' share of the delay now, or undefined when the probe has too little audio or no match. */
+// The search runs in a worker thread at normal priority (echoRoomSearch.ts), one at a time: on this loop it took
+// 22-90 ms every 500 ms, and pacat's 40 ms buffer underran (regression: the echo moved 30-45 ms mid-test).
+const searcher = startWorkerThread(import.meta.url, 'echoRoomSearch');
+searcher.on('error', (err) => {
+  process.stderr.write(`echo room: its delay search failed: ${err.message}\n`);
+  process.exit(1);
+});
+let searching: { m0: number; first: number } | undefined;
 let misses = 0;
-function measurePipe(): number | undefined {
+
+/** Starts a search for the probe's latest 200 ms in what the room wrote (the streams' share of the delay). */
+function searchPipe(): void {
   const segLen = 200 * perMs;
   const m1 = probeClock.samples - 20 * perMs; // leave the newest chunk (its arrival time is the least settled)
   const m0 = m1 - segLen;
-  if (m0 < 0 || inClock.samples < ROOM_RATE) return undefined;
+  if (m0 < 0 || inClock.samples < ROOM_RATE) return;
   const seg = new Int16Array(segLen);
   for (let i = 0; i < segLen; i++) seg[i] = probeRing[(m0 + i) % PROBE_RING];
-  // searched in the last 1 s written (a pipe above ~750 ms is corrected in steps); small FFTs keep this
-  // under a few ms, so the room's own loop never stalls on it
+  // searched in the last 1 s written (a pipe above ~750 ms is corrected in steps)
   const end = inClock.samples;
   // after two misses, the whole 4 s ring (at start pacat's pipe can hold more than 1 s)
   const first = Math.max(0, end - (misses >= 2 ? MIC_RING : ROOM_RATE));
   const written = new Int16Array(end - first);
   for (let i = first; i < end; i++) written[i - first] = micRing[i % MIC_RING];
-  const { index, corr } = locate(written, seg);
+  searching = { m0, first };
+  searcher.postMessage({ hay: written, needle: seg }, [written.buffer, seg.buffer]);
+}
+
+searcher.on('message', ({ index, corr }: { index: number; corr: number }) => {
+  const { m0, first } = searching!;
+  searching = undefined;
   // below 0.9 the segment straddles a glitch (an underrun's silence): wait for the next one
   if (corr < 0.9) {
     misses++;
-    return undefined;
+    return;
   }
   misses = 0;
-  return probeClock.timeOf(m0) - inClock.timeOf(first + index);
-}
+  onPipe(probeClock.timeOf(m0) - inClock.timeOf(first + index));
+});
 
 // The last few pipe measurements: their median is what is reported (one odd measurement, e.g. while a stream
 // recovers from a stall, moves nothing).
@@ -205,9 +230,11 @@ const medianPipe = () => [...pipes].sort((a, b) => a - b)[Math.floor(pipes.lengt
 // creep is this measurement's own (each stream pinned to wall time), not the path's. Chasing it with the delay
 // line moved the echo in 1 ms steps every ~10 s: echo-path changes a real room, on one card's clock, never makes.
 function track(): void {
-  if (drop > 0) return;
-  const p = measurePipe();
-  if (p === undefined) return;
+  if (drop === 0 && !searching) searchPipe();
+}
+
+/** A new measurement of the streams' share (ms): a sudden rise is undone, the rest averaged. */
+function onPipe(p: number): void {
   // the steady share: the median of 3 or more measurements (one odd one moves nothing)
   const steady = pipes.length >= 3 ? medianPipe() : undefined;
   // at start, a backlog (pacat's pipe filled while parec attached); later, a rise of more than 3 ms (an underrun)
@@ -315,12 +342,14 @@ process.on('message', async (m: { id: number; cmd: string; arg?: any }) => {
         capturing = false;
         const dir = m.arg as string;
         const files = {} as Record<'echo' | 'near' | 'mic', string>;
+        const done = { cap, delayLog, glitches };
+        cap = { echo: [], near: [], mic: [] };
         for (const k of ['echo', 'near', 'mic'] as const) {
           files[k] = path.join(dir, `${k}-${process.pid}-${m.id}.raw`);
-          writeFileSync(files[k], Buffer.concat(cap[k]));
+          // written off the loop: a few MB written at once stalled it 40-50 ms, and pacat underran
+          await writeFile(files[k], Buffer.concat(done.cap[k]));
         }
-        cap = { echo: [], near: [], mic: [] };
-        value = { files, delayLog, glitches };
+        value = { files, delayLog: done.delayLog, glitches: done.glitches };
         break;
       }
       default:
@@ -334,6 +363,7 @@ process.on('message', async (m: { id: number; cmd: string; arg?: any }) => {
 
 const quit = () => {
   clearInterval(tracker);
+  void searcher.terminate();
   probe.kill('SIGTERM');
   inp.kill('SIGTERM');
   out.kill('SIGTERM');
