@@ -455,6 +455,8 @@ export class EchoCanceller {
     this.restartPending = false;
     this.steadyPending = false;
     this.lastBlockDb = undefined;
+    // an estimate noted against the filter before the restart is no evidence against the new one
+    this.realignTo = undefined;
     this.speex.reset();
     const n = Math.floor(this.rate / this.frame) * this.frame;
     if (how === 'room' && this.room) {
