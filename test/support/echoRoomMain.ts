@@ -179,7 +179,7 @@ let droppedMs = 0;
 let lastPipe: { pipeMs: number; at: number } | undefined;
 
 // The search runs in a worker thread at normal priority (echoRoomSearch.ts), one at a time: on this loop it took
-// 22-90 ms every 500 ms, and pacat's 40 ms buffer underran (regression: the echo moved 30-45 ms mid-test).
+// 22-110 ms every 500 ms, and pacat's 40 ms buffer underran (the echo moved 18-75 ms in the middle of a test).
 const searcher = startWorkerThread(import.meta.url, 'echoRoomSearch');
 searcher.on('error', (err) => {
   process.stderr.write(`echo room: its delay search failed: ${err.message}\n`);

@@ -1,6 +1,6 @@
 // The echo room's delay search (echoRoomMain.ts), in a worker thread at normal priority: locate() over 1 s of
-// audio takes ~22 ms (40-90 ms on a loaded machine). Run on the room's real-time audio loop every 500 ms, it
-// stalled the loop long enough for the room's 40 ms output stream to underrun, and the echo path moved 30-45 ms
+// audio takes ~22 ms (40-110 ms on a loaded machine). Run on the room's real-time audio loop every 500 ms, it
+// stalled the loop long enough for the room's 40 ms output stream to underrun, and the echo path moved 18-75 ms
 // in the middle of a test (and back at the next correction).
 import { spawnSync } from 'node:child_process';
 import { readlinkSync } from 'node:fs';
