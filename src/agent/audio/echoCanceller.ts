@@ -94,7 +94,8 @@ const REALIGN_AGREE_MS = 0.5;
 /** frames after a re-alignment before the next: estimates taken while the path moved must not restart the filter
  *  again and again */
 const REALIGN_AFTER_FRAMES = 50;
-/** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see roomJob). */
+/** A block this good, converged, keeps speex's filter (its impulse response) as the room's (see roomJob); the
+ *  block of the first convergence keeps it whatever it is (judge). */
 const ROOM_DB = 25;
 /** seconds of reference a restart trains speex on with the kept room (1 s: 18-23 dB after it, 2 s: 26-28 dB,
  *  measured, agent-aec); at such a restart only, spread over ~15 frames (PRIME_FRAMES_PER_FRAME) */
@@ -149,8 +150,9 @@ export class EchoCanceller {
   private restartPending: false | 'silent' | 'room' = false;
   /** the fast filter has just converged: the steady one is trained on its response before the next frame */
   private steadyPending = false;
-  /** the room as the filter had it when it last cancelled well (ROOM_DB): its impulse response, and where the
-   *  echo then was against the delay in use (samples; the filter follows moves under MOVED_MS by itself) */
+  /** the room as the filter had it when it last cancelled well (ROOM_DB, or at the first convergence): its
+   *  impulse response, and where the echo then was against the delay in use (samples; the filter follows moves
+   *  under MOVED_MS by itself) */
   private room: Float32Array | undefined;
   private roomOffset = 0;
   /** the recent estimates near the delay in use, averaged (samples): where the echo really is */
@@ -557,10 +559,6 @@ export class EchoCanceller {
     this.goodBlocks = erle >= CONVERGED_DB ? this.goodBlocks + 1 : 0;
     this.delay.relaxed = this.state === 'converged' && erle >= CONVERGED_DB;
     this.loudBlocks = erle < -1 ? this.loudBlocks + 1 : 0;
-    if (this.state === 'converged' && erle >= ROOM_DB) {
-      this.room = this.speex.impulseResponse(this.room);
-      this.roomOffset = Math.round(this.delaySeen - this.delayInUse!);
-    }
     const watched = this.underrunWatch > 0;
     if (watched) this.underrunWatch--;
     if (this.state === 'converged') {
@@ -572,7 +570,8 @@ export class EchoCanceller {
       else if (this.erleHold < COLLAPSED_DB) this.diverge(`the echo reduction fell below ${COLLAPSED_DB} dB`);
     } else if (this.breakHold > 0 && --this.breakHold === 0 && this.goodBlocks < 2) {
       if (erle < COLLAPSED_DB) {
-        this.restart();
+        // the room is as it was (a break moves the alignment, not the walls): from it, not from nothing
+        this.restart(this.room ? 'room' : 'silent');
         this.counts.resets++;
       } else this.setState('converged', `${round1(erle)} dB ${BREAK_HOLD_BLOCKS * BLOCK_FRAMES * 20} ms after a break in the echo path (the near end talking?)`);
     } else if (this.goodBlocks >= 2) {
@@ -581,6 +580,15 @@ export class EchoCanceller {
       this.restart();
       this.counts.resets++;
       this.loudBlocks = 0;
+    }
+    // The room is kept from every block this good while converged, and from the block that first converges
+    // whatever it is (CONVERGED_DB or more): a break right after the first convergence with none kept restarted
+    // speex from nothing, and with the user talking over the echo it converged again only 4.7 s later, the gate
+    // shut meanwhile (synthetic room; 5.6 s on the echo room); from the room, and re-aligned, 2.5 s
+    // (echoDelay.test.ts).
+    if (this.state === 'converged' && (erle >= ROOM_DB || (!this.room && erle >= CONVERGED_DB))) {
+      this.room = this.speex.impulseResponse(this.room);
+      this.roomOffset = Math.round(this.delaySeen - this.delayInUse!);
     }
   }
 

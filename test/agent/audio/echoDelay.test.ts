@@ -184,6 +184,44 @@ describe('echo delay on a silent microphone', () => {
   });
 });
 
+/**
+ * Runs a call through the canceller, frame by frame, with the speaker's frames handed to the reference at the
+ * times `playedAt` stamps (`beforePlay` may tell the reference about one first); returns the states it went
+ * through (with their reasons and frames), its stats and what it sent.
+ */
+function callWithSpeaker(mic: Int16Array, playedAt: (frame: number) => bigint, beforePlay?: (frame: number, reference: EchoReference) => void) {
+  let ns = 0n;
+  const reference = new EchoReference({ rate: 16_000, nowNs: () => ns });
+  const aec = new EchoCanceller({ reference });
+  const states: AecState[] = [];
+  const reasons: string[] = [];
+  const atFrame: number[] = [];
+  let j = 0;
+  aec.onState = (s, why) => {
+    states.push(s);
+    reasons.push(why);
+    atFrame.push(j);
+  };
+  let next = 0;
+  const sent = new Int16Array(mic.length);
+  for (j = 0; (j + 1) * 960 <= mic.length; j++) {
+    const capturedAt = CALL_T0 + BigInt(j + 1) * FRAME_NS;
+    while (next * 960 < far.length && playedAt(next) < capturedAt + FRAME_NS) {
+      ns = playedAt(next);
+      beforePlay?.(next, reference);
+      reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0);
+      next++;
+    }
+    ns = capturedAt;
+    sent.set(aec.process(mic.slice(j * 960, (j + 1) * 960), capturedAt), j * 960);
+  }
+  const stats = aec.stats();
+  aec.close();
+  return { states, reasons, atFrame, stats, sent };
+}
+const CALL_T0 = 1_000_000_000_000n;
+const FRAME_NS = 20_000_000n;
+
 describe('an underrun on the speaker', () => {
   /** The device starves for 40 ms at 10 s: everything played after is heard 40 ms later. The reference is told
    *  (PlaybackDevice.onStarved, with nothing queued behind the silence) or not. */
@@ -194,36 +232,10 @@ describe('an underrun on the speaker', () => {
     heard.set(far.subarray(0, k0 * 960), 0);
     heard.set(far.subarray(k0 * 960), k0 * 960 + gap);
     const room = buildRoom({ farEnd: heard, delayMs: 87, echoGainDb: -6, noiseDbfs: -65 });
-    let ns = 0n;
-    const t0 = 1_000_000_000_000n;
-    const reference = new EchoReference({ rate: 16_000, nowNs: () => ns });
-    const aec = new EchoCanceller({ reference });
-    const states: AecState[] = [];
-    const reasons: string[] = [];
-    const atFrame: number[] = [];
-    let j = 0;
-    aec.onState = (s, why) => {
-      states.push(s);
-      reasons.push(why);
-      atFrame.push(j);
-    };
-    const frameNs = 20_000_000n;
-    const playedAt = (i: number) => t0 + BigInt(i) * frameNs + (i >= k0 ? 40_000_000n : 0n);
-    let next = 0;
-    const sent = new Int16Array(room.mic.length);
-    for (j = 0; (j + 1) * 960 <= room.mic.length; j++) {
-      const capturedAt = t0 + BigInt(j + 1) * frameNs;
-      while (next * 960 < far.length && playedAt(next) < capturedAt + frameNs) {
-        ns = playedAt(next);
-        if (tellReference && next === k0) reference.noteStarved(toldMs, 0);
-        reference.notePlayback(far.subarray(next * 960, (next + 1) * 960), 0);
-        next++;
-      }
-      ns = capturedAt;
-      sent.set(aec.process(room.mic.slice(j * 960, (j + 1) * 960), capturedAt), j * 960);
-    }
-    const stats = aec.stats();
-    aec.close();
+    const playedAt = (i: number) => CALL_T0 + BigInt(i) * FRAME_NS + (i >= k0 ? 40_000_000n : 0n);
+    const { states, reasons, atFrame, stats, sent } = callWithSpeaker(room.mic, playedAt, (i, reference) => {
+      if (tellReference && i === k0) reference.noteStarved(toldMs, 0);
+    });
     // the echo reduction in the second after the underrun (as heard: from 10.04 s + 87 ms)
     const perHalfSecond: number[] = [];
     for (let t = 10; t < 15; t += 0.5) perHalfSecond.push(Math.round(energyRatioDb(room.mic, sent, Math.round((t + 0.09) * S), Math.round((t + 0.59) * S))));
@@ -269,5 +281,44 @@ describe('an underrun on the speaker', () => {
     expect(off.atFrame[1]).toBeGreaterThanOrEqual(500);
     expect(off.atFrame[1]).toBeLessThanOrEqual(525);
     expect(off.stats.delayMs).toBeCloseTo(102, 0);
+  });
+});
+
+describe('a break in the echo path right after convergence', () => {
+  /** The speaker's stamps jump jumpMs at frame k0 (the reference re-anchors: a break) while the device played
+   *  jumpMs + residualMs of silence: the echo ends up residualMs later than the reference has it. The user talks
+   *  (speech 10 dB below the echo) from 200 ms after the break for ~4 s. k0 = Infinity: no break. */
+  function breakAt(k0: number, jumpMs: number, residualMs: number) {
+    const gap = Number.isFinite(k0) ? Math.round(((jumpMs + residualMs) * S) / 1000) : 0;
+    const heard = new Int16Array(far.length + gap);
+    const cut = Number.isFinite(k0) ? k0 * 960 : far.length;
+    heard.set(far.subarray(0, cut), 0);
+    heard.set(far.subarray(cut), cut + gap);
+    const near = new Int16Array(heard.length);
+    if (Number.isFinite(k0)) {
+      const words = atLevel(speechClip('Stop the story please, I want to hear the news about the weather today.', { voice: 'kal', padBeforeMs: 0, padAfterMs: 0 }).pcm, -36);
+      near.set(words.subarray(0, Math.min(words.length, near.length - cut - 0.2 * S)), cut + 0.2 * S);
+    }
+    const room = buildRoom({ farEnd: heard, delayMs: 87, echoGainDb: -6, noiseDbfs: -65, nearEnd: near });
+    const playedAt = (i: number) => CALL_T0 + BigInt(i) * FRAME_NS + (i >= k0 ? BigInt(jumpMs) * 1_000_000n : 0n);
+    return { ...callWithSpeaker(room.mic, playedAt), room };
+  }
+
+  it('regression: a break 1.5-2.75 ms off right after the first convergence, the user talking, restarted speex from nothing and the gate stayed shut 4.7 s; from the room kept at convergence, re-aligned, converged within 2.7 s', () => {
+    // seen on the echo room (28 Nov): a reference jump 0.2 s after convergence moved the echo 2.75 ms; no room
+    // was kept yet (none >= 25 dB), the filter collapsed, speex restarted afresh and converged again only 5.6 s
+    // later, the user's whole command gated
+    const k0 = breakAt(Infinity, 0, 0).atFrame[0] + 3; // the same call without the break: where it converges
+    for (const residualMs of [1.5, 2.75]) {
+      const r = breakAt(k0, 60, residualMs);
+      const info = `${residualMs} ms off at frame ${k0}: ${JSON.stringify(r.reasons)} at frames ${r.atFrame.join(' ')}`;
+      expect(r.states, info).toEqual(['converged', 'converging', 'converged']);
+      expect(r.atFrame[1] - k0, info).toBeLessThanOrEqual(5);
+      expect(r.atFrame[2] - k0, info).toBeLessThanOrEqual(135);
+      expect(Math.abs(r.stats.delayMs! - (87 + residualMs)), info).toBeLessThanOrEqual(0.3);
+      // the user done (at ~k0 + 4.5 s), the echo is cancelled again
+      const from = k0 * 960 + 5 * S;
+      expect(energyRatioDb(r.room.mic, r.sent, from, from + 3 * S), info).toBeGreaterThanOrEqual(20);
+    }
   });
 });
