@@ -29,6 +29,8 @@ export interface AecVariant {
   filterMs: number;
   speexFrameMs: 5 | 10 | 20;
   residualSuppression: boolean;
+  /** the canceller's JIT warm-up (default on; off only to measure it) */
+  warmUp?: boolean;
 }
 /** the canceller's default (echoCanceller.ts) */
 export const DEFAULT_AEC: AecVariant = { rate: 16_000, filterMs: 80, speexFrameMs: 5, residualSuppression: true };
@@ -62,6 +64,8 @@ export interface Simulation {
   cpuMsPerS: number;
   wallMsPerS: number;
   stats: ReturnType<EchoCanceller['stats']>;
+  /** wall time of making the canceller (its warm-up included) */
+  constructMs: number;
 }
 
 /** One call through the chain; `far` and `nearEnd` at their final levels. */
@@ -69,7 +73,9 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
   const room = buildRoom({ farEnd: far, delayMs: segments, echoGainDb: -6, noiseDbfs: -65, nearEnd });
   const clock = { ns: 0n };
   const reference = new EchoReference({ rate: v.rate, nowNs: () => clock.ns });
-  const aec = new EchoCanceller({ reference, filterMs: v.filterMs, speexFrameMs: v.speexFrameMs, residualSuppression: v.residualSuppression });
+  const made = process.hrtime.bigint();
+  const aec = new EchoCanceller({ reference, filterMs: v.filterMs, speexFrameMs: v.speexFrameMs, residualSuppression: v.residualSuppression, warmUp: v.warmUp });
+  const constructMs = Number(process.hrtime.bigint() - made) / 1e6;
   const gate = new EchoGate({ mode: 'half-duplex', nowMs: () => Number(clock.ns) / 1e6 });
   const stage = echoCancelStage(aec, gate);
   const states: { state: AecState; atMs: number }[] = [];
@@ -104,7 +110,7 @@ export function simulate(v: AecVariant, far: Int16Array, segments: EchoPathSegme
   }, clock);
   const stats = aec.stats();
   aec.close();
-  return { room, sent, beforeGate, states, frameMs, cpuMsPerS: cpuUs / 1000 / (far.length / S), wallMsPerS: Number(wallNs) / 1e6 / (far.length / S), stats };
+  return { room, sent, beforeGate, states, frameMs, cpuMsPerS: cpuUs / 1000 / (far.length / S), wallMsPerS: Number(wallNs) / 1e6 / (far.length / S), stats, constructMs };
 }
 
 /** The far end and the near end's command at the scenario's levels, from flite's PCM (48 kHz). */

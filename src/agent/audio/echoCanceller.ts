@@ -11,7 +11,7 @@ import { silentLogger } from '../../common/logger.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { EchoDelay, type DelayEstimate } from './echoDelay.js';
 import { isAudible } from './echoGate.js';
-import { EchoPrimer } from './echoPrimer.js';
+import { EchoPrimer, warmUpPrimer } from './echoPrimer.js';
 import { EchoReference, JUMP_MS, nsToSamples, StreamClock } from './echoReference.js';
 import { SpeexEcho, SpeexResampler } from './speexEcho.js';
 
@@ -42,6 +42,9 @@ export interface EchoCancellerOptions {
   echoSuppressDb?: number;
   echoSuppressActiveDb?: number;
   logger?: Logger;
+  /** warm V8 up on the canceller's heavy JavaScript (default true; false only to measure what that saves,
+   *  bench/agent-aec.bench.ts; see warmUp) */
+  warmUp?: boolean;
   /** hrtime (ns), injectable for offline processing */
   nowNs?: () => bigint;
 }
@@ -120,6 +123,8 @@ const ACTIVE_RMS = 100;
  *  enough to measure (a headset, a speaker across the room): the delay is found within a second or two of speech
  *  where there is echo to find. The gate then goes back to its configured tail (echoSpanMs). */
 const UNHEARD_AFTER_MS = 5000;
+/** frames of a silent far end after which the canceller's JavaScript is warmed up again (5 s; see warmUp) */
+const KEEP_WARM_FRAMES = 250;
 
 export class EchoCanceller {
   readonly rate: number;
@@ -168,6 +173,8 @@ export class EchoCanceller {
   private state: AecState = 'converging';
   private blockIn = 0;
   private blockOut = 0;
+  /** the loudest frame's mean square of the output after residual suppression in the block (debug log only) */
+  private blockCleanedPeak = 0;
   private blockFrames = 0;
   private goodBlocks = 0;
   private loudBlocks = 0;
@@ -186,6 +193,9 @@ export class EchoCanceller {
   private readonly counts = { delayChanges: 0, resets: 0, framesProcessed: 0 };
   /** frames with the far end playing (at the estimator's lag) while no delay was in use */
   private unmeasuredFarEndFrames = 0;
+  /** frames in a row with the far end silent (at the estimator's lag) */
+  private quietFrames = 0;
+  private readonly keepWarm: boolean;
   /** called on every state change, with the reason */
   onState: ((state: AecState, reason: string) => void) | undefined;
 
@@ -201,7 +211,8 @@ export class EchoCanceller {
     this.speex = new SpeexEcho({ sampleRate: this.rate, frameSize: this.sub, steadyFrameSize: steady > this.sub ? steady : undefined, filterMs: this.filterMs, denoise: o.denoise, residualSuppression: o.residualSuppression ?? true, echoSuppressDb: o.echoSuppressDb, echoSuppressActiveDb: o.echoSuppressActiveDb });
     this.cleaned = new Int16Array(this.frame);
     this.linear = new Int16Array(this.frame);
-    this.delay = new EchoDelay({ rate: this.rate });
+    this.keepWarm = o.warmUp ?? true;
+    this.delay = new EchoDelay({ rate: this.rate, warmUp: this.keepWarm });
     if (this.rate !== SAMPLE_RATE) {
       this.down = new SpeexResampler(SAMPLE_RATE, this.rate);
       this.up = new SpeexResampler(this.rate, SAMPLE_RATE);
@@ -211,6 +222,7 @@ export class EchoCanceller {
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
     this.log = o.logger ?? silentLogger;
+    if (this.keepWarm) warmUpPrimer(this.frame, this.rate); // the estimator warms itself up as it is made
   }
 
   /** One captured frame (48 kHz, FRAME_SAMPLES) and the hrtime the card delivered it. Returns the cleaned frame
@@ -230,7 +242,10 @@ export class EchoCanceller {
     if (n > ESTIMATOR_LAG_FRAMES) {
       const old = ((n - ESTIMATOR_LAG_FRAMES) % slots) * this.frame;
       this.reference.read(pos - ESTIMATOR_LAG_FRAMES * this.frame, this.refNow);
-      if (this.delayInUse === undefined && isAudible(this.refNow, ACTIVE_RMS)) this.unmeasuredFarEndFrames++;
+      const playing = isAudible(this.refNow, ACTIVE_RMS);
+      if (this.delayInUse === undefined && playing) this.unmeasuredFarEndFrames++;
+      if (playing) this.quietFrames = 0;
+      else if (++this.quietFrames % KEEP_WARM_FRAMES === 0 && this.keepWarm) this.warmUp();
       const last = this.delay.last;
       if (this.delay.push(this.micHistory.subarray(old, old + this.frame), this.refNow)) this.onDelay();
       else if (this.delay.last !== last) this.onEstimate(this.delay.last!);
@@ -248,12 +263,12 @@ export class EchoCanceller {
         this.linear.set(this.speex.linear);
         if (this.speex.steadyFilterInUse !== this.steadyLogged) this.noteSteady();
         out = this.cleaned;
-        this.judge(mic, this.linear, this.refAligned);
+        this.judge(mic, this.linear, this.refAligned, this.cleaned);
         if (job) this.stepJob(job, mic);
       } else if (this.stepJob(job, mic)) {
         // the restarted filter has caught up with this frame: its output is this frame's
         out = this.cleaned;
-        this.judge(mic, this.linear, this.refAligned);
+        this.judge(mic, this.linear, this.refAligned, this.cleaned);
       }
     }
     if (!this.up) {
@@ -439,6 +454,21 @@ export class EchoCanceller {
     return true;
   }
 
+  /**
+   * The canceller's heavy JavaScript (the delay estimator's FFTs, the primer's convolution) runs only while the far
+   * end plays, and V8 runs a function's first calls in its interpreter: the first delay estimate of a process took
+   * 26 ms on an idle machine (warm: 1-2 ms) and 35-50 ms beside a busy loop, in the assistant's first sentence,
+   * and the speaker underran right after it (its queue holds one 20 ms frame) in every run of the echo room's
+   * barge-in test; the first convergence's training took 7-15 ms. So both are run once as the canceller is made
+   * (EchoDelay's constructor, warmUpPrimer), and again after every KEEP_WARM_FRAMES of a silent far end (~0.5 ms):
+   * Node 26 drops compiled code at the memory keeper's collections (an FFT 0.3 ms before, 12-30 ms after one,
+   * measured; Node 20 keeps it).
+   */
+  private warmUp(): void {
+    this.delay.warmUp();
+    warmUpPrimer(this.frame, this.rate);
+  }
+
   /** speex starts afresh before the next frame: misplaced (a new delay) or diverged. */
   private restart(how: 'silent' | 'room' = 'silent'): void {
     this.restartPending = how;
@@ -533,27 +563,34 @@ export class EchoCanceller {
     this.job = this.roomJob(refPos, ROOM_PRIME_SECONDS * n, this.speex.impulseResponse(), 0, true);
   }
 
-  private judge(mic: Int16Array, out: Int16Array, ref: Int16Array): void {
+  /** Rates the linear filter's output `out` against the microphone over blocks of far-end activity; `cleaned` (the
+   *  output after residual suppression, what is sent once the gate lifts) only goes into the debug log. */
+  private judge(mic: Int16Array, out: Int16Array, ref: Int16Array, cleaned: Int16Array): void {
     let r = 0;
     for (let i = 0; i < ref.length; i++) r += ref[i] * ref[i];
     if (r < ACTIVE_RMS * ACTIVE_RMS * ref.length) return;
     let a = 0;
     let b = 0;
+    let c = 0;
     for (let i = 0; i < mic.length; i++) {
       a += mic[i] * mic[i];
       b += out[i] * out[i];
+      c += cleaned[i] * cleaned[i];
     }
     this.blockIn += a;
     this.blockOut += b;
+    this.blockCleanedPeak = Math.max(this.blockCleanedPeak, c / cleaned.length);
     if (++this.blockFrames < BLOCK_FRAMES) return;
     const erle = 10 * Math.log10((this.blockIn + 1) / (this.blockOut + 1));
-    this.blockIn = this.blockOut = this.blockFrames = 0;
-    this.lastBlockDb = erle;
-    // every block, for a diagnosis after the fact (the echo tests' accounts run the agent at debug)
+    // every block, for a diagnosis after the fact (the echo tests' accounts run the agent at debug): with the
+    // loudest 20 ms of the output, which the server's VAD hears once the gate has lifted
     if (this.log.isLevelEnabled('debug')) {
       const e = this.delay.last;
-      this.log.debug({ erleDb: round1(erle), delayMs: e?.delayMs, confidence: e && round1(e.confidence) }, 'echo canceller: block');
+      const outDbfs = round1(10 * Math.log10((this.blockCleanedPeak + 1) / 32768 ** 2));
+      this.log.debug({ erleDb: round1(erle), delayMs: e?.delayMs, confidence: e && round1(e.confidence), outDbfs }, 'echo canceller: block');
     }
+    this.blockIn = this.blockOut = this.blockFrames = this.blockCleanedPeak = 0;
+    this.lastBlockDb = erle;
     this.erleDb = this.erleDb === undefined ? erle : 0.7 * this.erleDb + 0.3 * erle;
     this.erleHold = Math.max(erle, this.erleHold - HOLD_DECAY_DB);
     this.goodBlocks = erle >= CONVERGED_DB ? this.goodBlocks + 1 : 0;
@@ -610,7 +647,7 @@ export class EchoCanceller {
     this.breakHold = 0;
     this.underrunWatch = 0;
     this.delay.relaxed = false;
-    this.blockIn = this.blockOut = this.blockFrames = 0;
+    this.blockIn = this.blockOut = this.blockFrames = this.blockCleanedPeak = 0;
     this.goodBlocks = this.loudBlocks = 0;
     this.erleHold = 0;
   }

@@ -25,6 +25,9 @@ export interface EchoDelayOptions {
   idleHopMs?: number;
   /** peak / RMS of the correlation below which an estimate is ignored */
   minConfidence?: number;
+  /** run the correlation at construction, for V8 to compile it (default true; false only to measure the cost of a
+   *  cold first estimate, bench/agent-aec.bench.ts) */
+  warmUp?: boolean;
 }
 
 export interface DelayEstimate {
@@ -104,6 +107,13 @@ export class EchoDelay {
     this.ri = new Float64Array(n);
     this.bandLo = Math.floor((200 * n) / ESTIMATOR_RATE);
     this.bandHi = Math.ceil((1800 * n) / ESTIMATOR_RATE);
+    if (o.warmUp ?? true) this.warmUp(3);
+  }
+
+  /** Runs the correlation (its FFTs) on what the rings hold and throws the result away, so that V8 has it compiled
+   *  before the far end plays (see EchoCanceller.warmUp). */
+  warmUp(runs = 1): void {
+    for (let i = 0; i < runs; i++) this.correlate();
   }
 
   /**
@@ -190,6 +200,12 @@ export class EchoDelay {
       return undefined;
     }
     this.stats.estimates++;
+    const { best, bestLag, rms } = this.correlate();
+    return { delayMs: (bestLag * 1000) / ESTIMATOR_RATE, confidence: best / rms };
+  }
+
+  /** GCC-PHAT of the rings: the correlation's peak (lag, samples at ESTIMATOR_RATE) and its RMS over the lags. */
+  private correlate(): { best: number; bestLag: number; rms: number } {
     const { mr, mi, rr, ri, n, window, span } = this;
     mr.fill(0);
     mi.fill(0);
@@ -231,6 +247,6 @@ export class EchoDelay {
       }
     }
     const rms = Math.sqrt(sum2 / (this.maxLag - this.minLag + 1)) || 1e-12;
-    return { delayMs: (bestLag * 1000) / ESTIMATOR_RATE, confidence: best / rms };
+    return { best, bestLag, rms };
   }
 }

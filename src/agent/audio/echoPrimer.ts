@@ -128,3 +128,15 @@ export function notchDc(x: Int16Array, rate: number): Int16Array {
 function clamp16(x: number): number {
   return Math.max(-32768, Math.min(32767, Math.round(x)));
 }
+
+/** Runs a small primer (a room of 80 taps, 10 frames) to its end, so that V8 has the primer's code compiled before
+ *  a restart or a convergence needs it (see EchoCanceller.warmUp). */
+export function warmUpPrimer(frame: number, rate: number): void {
+  const taps = 80;
+  const reference = new Int16Array(taps + 10 * frame);
+  for (let i = 0; i < reference.length; i++) reference[i] = ((i * 7919) % 2001) - 1000;
+  const room = new Float32Array(taps);
+  room[5] = 0.5;
+  const primer = new EchoPrimer({ reference, frame, room, rate });
+  while (primer.next());
+}

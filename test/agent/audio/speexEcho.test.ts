@@ -1,8 +1,9 @@
 // The echo canceller with the real libspeexdsp, in-process, in a synthetic room (test/support/syntheticRoom.ts):
 // far-end speech played, heard back 87 ms later at -6 dB through a room impulse response, with noise, and a
 // near end 10 dB below the echo. No sound card: the agent's frame timing is simulated (runCall).
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { EchoCanceller, type AecState } from '../../../src/agent/audio/echoCanceller.js';
+import { EchoDelay } from '../../../src/agent/audio/echoDelay.js';
 import { EchoReference } from '../../../src/agent/audio/echoReference.js';
 import { SpeexEcho } from '../../../src/agent/audio/speexEcho.js';
 import { AgentError } from '../../../src/agent/errors.js';
@@ -133,5 +134,49 @@ describe('speex echo canceller (libspeexdsp) in a synthetic room', () => {
     const odd = new Int16Array(FRAME_SAMPLES / 2).fill(1234);
     expect(aec.process(odd, 1n)).toBe(odd);
     aec.close();
+  });
+});
+
+describe('the canceller warms V8 up on its heavy JavaScript (echoCanceller.ts warmUp)', () => {
+  it('as it is made and after every 5 s of a silent far end, never while it plays, and changes nothing it sends', () => {
+    // far end: 3 s of speech, 11 s of silence (two keep-warm runs: at 5 and 10 s of it), 4 s of speech
+    const speech = atLevel(farEndSpeech(7), -20);
+    const far = new Int16Array(18 * S);
+    far.set(speech.subarray(0, 3 * S));
+    far.set(speech.subarray(3 * S, 7 * S), 14 * S);
+    const room = buildRoom({ farEnd: far, delayMs: 87, echoGainDb: -6, noiseDbfs: -65 });
+    const run = (warmUp: boolean) => {
+      const spy = vi.spyOn(EchoDelay.prototype, 'warmUp');
+      const clock = { ns: 0n };
+      const reference = new EchoReference({ rate: 16_000, nowNs: () => clock.ns });
+      const aec = new EchoCanceller({ reference, nowNs: () => clock.ns, warmUp });
+      const madeWith = spy.mock.calls.length;
+      const warmedAt: number[] = [];
+      const sent = runCall(far, room.mic, reference, (f, at, i) => {
+        const before = spy.mock.calls.length;
+        const out = aec.process(f, at);
+        if (spy.mock.calls.length > before) warmedAt.push(i * 20);
+        return out;
+      }, clock);
+      spy.mockRestore();
+      const stats = aec.stats();
+      aec.close();
+      return { sent, madeWith, warmedAt, stats };
+    };
+    const warm = run(true);
+    const cold = run(false);
+    expect(warm.madeWith).toBe(1);
+    expect(cold.madeWith).toBe(0);
+    expect(cold.warmedAt).toEqual([]);
+    // the reference is read 3 frames back (the estimator's lag) and the echo ends ~87 ms + the room's tail after the
+    // speech: the far end counts as silent from ~3.1 s on, so 5 s of it end at ~8.1 s and 10 s at ~13.1 s
+    expect(warm.warmedAt.length).toBe(2);
+    expect(warm.warmedAt[0]).toBeGreaterThanOrEqual(8000);
+    expect(warm.warmedAt[0]).toBeLessThan(8300);
+    expect(warm.warmedAt[1] - warm.warmedAt[0]).toBe(5000);
+    // the call itself: the delay found and the echo cancelled, the same to the sample with and without
+    expect(warm.stats.delayMs).toBeCloseTo(87, 0);
+    expect(warm.stats.state).toBe('converged');
+    expect(Buffer.from(warm.sent.buffer).equals(Buffer.from(cold.sent.buffer))).toBe(true);
   });
 });
