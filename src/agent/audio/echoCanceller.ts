@@ -460,9 +460,9 @@ export class EchoCanceller {
    * 26 ms on an idle machine (warm: 1-2 ms) and 35-50 ms beside a busy loop, in the assistant's first sentence,
    * and the speaker underran right after it (its queue holds one 20 ms frame) in every run of the echo room's
    * barge-in test; the first convergence's training took 7-15 ms. So both are run once as the canceller is made
-   * (EchoDelay's constructor, warmUpPrimer), and again after every KEEP_WARM_FRAMES of a silent far end (~0.5 ms):
-   * Node 26 drops compiled code at the memory keeper's collections (an FFT 0.3 ms before, 12-30 ms after one,
-   * measured; Node 20 keeps it).
+   * (EchoDelay's constructor, warmUpPrimer), and again after every KEEP_WARM_FRAMES of a silent far end (~2 ms
+   * each time, 0.04 % of a core): Node 26 drops compiled code at the memory keeper's collections (an FFT 0.3 ms
+   * before, 12-30 ms after one, measured; Node 20 keeps it).
    */
   private warmUp(): void {
     this.delay.warmUp();
