@@ -76,17 +76,20 @@ async function loadLibc(): Promise<typeof libc> {
   return libc;
 }
 
-const SCHED_IDLE = 5; // linux/sched.h
+const SCHED_OTHER = 0; // linux/sched.h
+const SCHED_IDLE = 5;
 
 /** Lowers the CPU priority of the calling thread (Linux: setpriority on its thread id). With `idle`, the thread
  *  also gets the SCHED_IDLE policy: any normal thread that wakes up (the event loop, for its 20 ms frame slot)
- *  preempts it at once, and it only uses CPU time nothing else wants. Best effort: returns false where thread
- *  ids or koffi are unavailable; the work then runs at normal priority. */
-export async function lowerThisThreadPriority(nice: number, opts: { idle?: boolean } = {}): Promise<boolean> {
+ *  preempts it at once, and it only uses CPU time nothing else wants. With `normal`, a thread that inherited a
+ *  real-time policy (SCHED_FIFO, SCHED_RR: threads inherit their creator's) goes back to SCHED_OTHER first. Best
+ *  effort: returns false where thread ids or koffi are unavailable; the work then runs as it was. */
+export async function lowerThisThreadPriority(nice: number, opts: { idle?: boolean; normal?: boolean } = {}): Promise<boolean> {
   if (process.platform !== 'linux') return false;
   const c = await loadLibc();
   if (!c) return false;
   try {
+    if (opts.normal && c.setScheduler(0, SCHED_OTHER, new Int32Array([0])) !== 0) return false;
     os.setPriority(c.gettid(), nice);
     if (opts.idle && c.setScheduler(0, SCHED_IDLE, new Int32Array([0])) !== 0) return false;
     return true;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startWorkerThread, stopWorkerThread } from '../../src/common/workerThread.js';
 import type { NativeSetupWorkerData } from '../support/nativeSetupWorker.js';
+import { threadScheduling } from '../support/threadPriority.js';
 
 const SUPPORT = new URL('../support/workerStopMain.ts', import.meta.url).href; // workers start next to it
 
@@ -52,5 +53,22 @@ describe('stopWorkerThread', () => {
     await stopWorkerThread(w, { ready, graceMs: 0, startMs: 500 });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(490);
     expect(await exitCode).toBe(1);
+  });
+});
+
+describe('lowerThisThreadPriority', () => {
+  it('normal: a thread that inherited a real-time policy goes back to SCHED_OTHER, at the nice asked for', async () => {
+    const w = startWorkerThread(SUPPORT, 'realtimeThreadWorker', { nice: 7 });
+    const r = await new Promise<{ tid: number; wasRealTime: boolean; lowered: boolean }>((res) => w.once('message', res));
+    const sched = threadScheduling().find((t) => t.tid === r.tid);
+    const exited = new Promise((res) => w.once('exit', res));
+    w.postMessage({ type: 'stop' });
+    await exited;
+    // root may make a thread real-time (CI and this project's machines run as root): then the demotion is tested
+    if (process.getuid?.() === 0) expect(r.wasRealTime).toBe(true);
+    expect(r.lowered).toBe(true);
+    expect(sched).toMatchObject({ policy: 0, rtPriority: 0, nice: 7 });
+    // the process's main thread is left as it was
+    expect(threadScheduling().find((t) => t.tid === process.pid)).toMatchObject({ policy: 0, nice: 0 });
   });
 });

@@ -2,19 +2,13 @@
 // audio takes ~22 ms (40-110 ms on a loaded machine). Run on the room's real-time audio loop every 500 ms, it
 // stalled the loop long enough for the room's 40 ms output stream to underrun, and the echo path moved 18-75 ms
 // in the middle of a test (and back at the next correction).
-import { spawnSync } from 'node:child_process';
-import { readlinkSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
+import { lowerThisThreadPriority } from '../../src/common/workerThread.js';
 import { locate } from './locate.js';
 
 // The thread inherited the room's SCHED_FIFO: back to normal scheduling (this thread only), so that its searches
 // never delay the agent's real-time audio threads, nor the room's own loop.
-try {
-  const tid = readlinkSync('/proc/thread-self').split('/').pop()!;
-  spawnSync('chrt', ['-o', '-p', '0', tid], { stdio: 'ignore' });
-} catch {
-  /* not Linux, or no chrt: it runs as it is */
-}
+await lowerThisThreadPriority(0, { normal: true });
 
 parentPort!.on('message', (m: { hay: Int16Array; needle: Int16Array }) => {
   parentPort!.postMessage(locate(m.hay, m.needle));
