@@ -83,7 +83,8 @@ const SCHED_IDLE = 5;
  *  also gets the SCHED_IDLE policy: any normal thread that wakes up (the event loop, for its 20 ms frame slot)
  *  preempts it at once, and it only uses CPU time nothing else wants. With `normal`, a thread that inherited a
  *  real-time policy (SCHED_FIFO, SCHED_RR: threads inherit their creator's) goes back to SCHED_OTHER first. Best
- *  effort: returns false where thread ids or koffi are unavailable; the work then runs as it was. */
+ *  effort: returns false where thread ids or koffi are unavailable or the kernel refuses; the work then runs as it
+ *  was. */
 export async function lowerThisThreadPriority(nice: number, opts: { idle?: boolean; normal?: boolean } = {}): Promise<boolean> {
   if (process.platform !== 'linux') return false;
   const c = await loadLibc();

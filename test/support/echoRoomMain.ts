@@ -4,7 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startWorkerThread } from '../../src/common/workerThread.js';
+import { startWorkerThread, stopWorkerThread } from '../../src/common/workerThread.js';
 import { prng, RoomFilter, ROOM_RATE, syntheticImpulse, type DelayMeasurement, type EchoRoomOptions } from './echoRoom.js';
 
 const opts = JSON.parse(process.argv[2] ?? '{}') as EchoRoomOptions;
@@ -185,6 +185,8 @@ searcher.on('error', (err) => {
   process.stderr.write(`echo room: its delay search failed: ${err.message}\n`);
   process.exit(1);
 });
+// its set-up loads libc through koffi (lowerThisThreadPriority): stopped only once ready (quit)
+const searcherReady = new Promise<void>((r) => searcher.on('message', (m: { type: string }) => m.type === 'ready' && r()));
 let searching: { m0: number; first: number } | undefined;
 let misses = 0;
 
@@ -203,10 +205,12 @@ function searchPipe(): void {
   const written = new Int16Array(end - first);
   for (let i = first; i < end; i++) written[i - first] = micRing[i % MIC_RING];
   searching = { m0, first };
-  searcher.postMessage({ hay: written, needle: seg }, [written.buffer, seg.buffer]);
+  searcher.postMessage({ type: 'search', hay: written, needle: seg }, [written.buffer, seg.buffer]);
 }
 
-searcher.on('message', ({ index, corr }: { index: number; corr: number }) => {
+searcher.on('message', (m: { type: 'ready' } | { type: 'found'; index: number; corr: number }) => {
+  if (m.type !== 'found') return;
+  const { index, corr } = m;
   const { m0, first } = searching!;
   searching = undefined;
   // below 0.9 the segment straddles a glitch (an underrun's silence): wait for the next one
@@ -361,17 +365,21 @@ process.on('message', async (m: { id: number; cmd: string; arg?: any }) => {
   }
 });
 
+let quitting = false;
 const quit = () => {
+  if (quitting) return;
+  quitting = true;
   clearInterval(tracker);
-  void searcher.terminate();
   probe.kill('SIGTERM');
   inp.kill('SIGTERM');
   out.kill('SIGTERM');
-  process.exit(0);
+  // not terminate() at once: inside the search thread's koffi.load (its set-up) that aborts the process on Node 24+
+  void stopWorkerThread(searcher, { ready: searcherReady, graceMs: 1000, startMs: 10_000 }).finally(() => process.exit(0));
 };
 process.on('SIGTERM', quit);
 process.on('disconnect', quit);
 inp.on('exit', (code) => {
+  if (quitting) return; // killed by quit
   process.stderr.write(`echo room: parec on speaker.monitor exited (${code})\n`);
   process.exit(1);
 });

@@ -10,6 +10,9 @@ import { locate } from './locate.js';
 // never delay the agent's real-time audio threads, nor the room's own loop.
 await lowerThisThreadPriority(0, { normal: true });
 
-parentPort!.on('message', (m: { hay: Int16Array; needle: Int16Array }) => {
-  parentPort!.postMessage(locate(m.hay, m.needle));
+// stopped as the project's workers are (stopWorkerThread): { type: 'stop' } between two searches
+parentPort!.on('message', (m: { type: 'stop' } | { type: 'search'; hay: Int16Array; needle: Int16Array }) => {
+  if (m.type === 'stop') process.exit(0);
+  parentPort!.postMessage({ type: 'found', ...locate(m.hay, m.needle) });
 });
+parentPort!.postMessage({ type: 'ready' });

@@ -43,7 +43,7 @@ export interface EchoCancellerOptions {
   echoSuppressActiveDb?: number;
   logger?: Logger;
   /** warm V8 up on the canceller's heavy JavaScript (default true; false only to measure what that saves,
-   *  bench/agent-aec.bench.ts; see warmUp) */
+   *  bench/agent-aec.bench.ts; see KEEP_WARM_FRAMES) */
   warmUp?: boolean;
   /** hrtime (ns), injectable for offline processing */
   nowNs?: () => bigint;
@@ -123,7 +123,17 @@ const ACTIVE_RMS = 100;
  *  enough to measure (a headset, a speaker across the room): the delay is found within a second or two of speech
  *  where there is echo to find. The gate then goes back to its configured tail (echoSpanMs). */
 const UNHEARD_AFTER_MS = 5000;
-/** frames of a silent far end after which the canceller's JavaScript is warmed up again (5 s; see warmUp) */
+/**
+ * The canceller's heavy JavaScript (the delay estimator's FFTs, the primer's convolution) runs only while the far
+ * end plays, and V8 runs a function's first calls in its interpreter: the frame of a process's first delay estimate
+ * took 26 ms on an idle machine and 40-54 ms beside a busy loop (warm: 4 and 5-13 ms), in the assistant's first
+ * sentence, and the speaker underran right after it (its queue holds one 20 ms frame) in every run of the echo
+ * room's barge-in test; the first convergence's training took 7-15 ms. So both run as the canceller is made
+ * (EchoDelay's constructor, warmUpPrimer), and the estimator again after every KEEP_WARM_FRAMES of a silent far
+ * end (0.8 ms, no allocation): Node 26 drops compiled code at V8's memory-reducing collections, which the memory
+ * keeper asks for (an FFT 0.3 ms before, 12-30 ms after; Node 20 keeps it). A collection while the far end plays
+ * still costs Node 26 a cold estimate or two, and one in the last seconds of a silence the next answer's first.
+ */
 const KEEP_WARM_FRAMES = 250;
 
 export class EchoCanceller {
@@ -222,7 +232,7 @@ export class EchoCanceller {
     this.micHistory = new Int16Array(this.frame * (ESTIMATOR_LAG_FRAMES + 1));
     this.refAligned = new Int16Array(this.frame);
     this.log = o.logger ?? silentLogger;
-    if (this.keepWarm) warmUpPrimer(this.frame, this.rate); // the estimator warms itself up as it is made
+    if (this.keepWarm) warmUpPrimer(this.frame, this.rate); // the estimator warms itself up as it is made (KEEP_WARM_FRAMES)
   }
 
   /** One captured frame (48 kHz, FRAME_SAMPLES) and the hrtime the card delivered it. Returns the cleaned frame
@@ -245,7 +255,10 @@ export class EchoCanceller {
       const playing = isAudible(this.refNow, ACTIVE_RMS);
       if (this.delayInUse === undefined && playing) this.unmeasuredFarEndFrames++;
       if (playing) this.quietFrames = 0;
-      else if (++this.quietFrames % KEEP_WARM_FRAMES === 0 && this.keepWarm) this.warmUp();
+      else if (++this.quietFrames >= KEEP_WARM_FRAMES) {
+        this.quietFrames = 0;
+        if (this.keepWarm) this.delay.warmUp();
+      }
       const last = this.delay.last;
       if (this.delay.push(this.micHistory.subarray(old, old + this.frame), this.refNow)) this.onDelay();
       else if (this.delay.last !== last) this.onEstimate(this.delay.last!);
@@ -452,21 +465,6 @@ export class EchoCanceller {
     this.restart('room');
     this.setState('converging', `the echo moved from ${round1(fromMs)} to ${round1(samples / per)} ms: the filter re-aligned`);
     return true;
-  }
-
-  /**
-   * The canceller's heavy JavaScript (the delay estimator's FFTs, the primer's convolution) runs only while the far
-   * end plays, and V8 runs a function's first calls in its interpreter: the first delay estimate of a process took
-   * 26 ms on an idle machine (warm: 1-2 ms) and 35-50 ms beside a busy loop, in the assistant's first sentence,
-   * and the speaker underran right after it (its queue holds one 20 ms frame) in every run of the echo room's
-   * barge-in test; the first convergence's training took 7-15 ms. So both are run once as the canceller is made
-   * (EchoDelay's constructor, warmUpPrimer), and again after every KEEP_WARM_FRAMES of a silent far end (~2 ms
-   * each time, 0.04 % of a core): Node 26 drops compiled code at the memory keeper's collections (an FFT 0.3 ms
-   * before, 12-30 ms after one, measured; Node 20 keeps it).
-   */
-  private warmUp(): void {
-    this.delay.warmUp();
-    warmUpPrimer(this.frame, this.rate);
   }
 
   /** speex starts afresh before the next frame: misplaced (a new delay) or diverged. */

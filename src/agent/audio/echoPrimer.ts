@@ -130,7 +130,7 @@ function clamp16(x: number): number {
 }
 
 /** Runs a small primer (a room of 80 taps, 10 frames) to its end, so that V8 has the primer's code compiled before
- *  a restart or a convergence needs it (see EchoCanceller.warmUp). */
+ *  a restart or a convergence needs it (echoCanceller.ts KEEP_WARM_FRAMES). */
 export function warmUpPrimer(frame: number, rate: number): void {
   const taps = 80;
   const reference = new Int16Array(taps + 10 * frame);

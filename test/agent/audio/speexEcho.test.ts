@@ -137,7 +137,7 @@ describe('speex echo canceller (libspeexdsp) in a synthetic room', () => {
   });
 });
 
-describe('the canceller warms V8 up on its heavy JavaScript (echoCanceller.ts warmUp)', () => {
+describe('the canceller warms V8 up on its heavy JavaScript (echoCanceller.ts KEEP_WARM_FRAMES)', () => {
   it('as it is made and after every 5 s of a silent far end, never while it plays, and changes nothing it sends', () => {
     // far end: 3 s of speech, 11 s of silence (two keep-warm runs: at 5 and 10 s of it), 4 s of speech
     const speech = atLevel(farEndSpeech(7), -20);
@@ -168,8 +168,8 @@ describe('the canceller warms V8 up on its heavy JavaScript (echoCanceller.ts wa
     expect(warm.madeWith).toBe(1);
     expect(cold.madeWith).toBe(0);
     expect(cold.warmedAt).toEqual([]);
-    // the reference is read 3 frames back (the estimator's lag) and the echo ends ~87 ms + the room's tail after the
-    // speech: the far end counts as silent from ~3.1 s on, so 5 s of it end at ~8.1 s and 10 s at ~13.1 s
+    // the canceller reads the reference 3 frames (60 ms) back, the estimator's lag: the far end counts as silent from
+    // ~3.06 s on (the speech is cut at 3 s), so 5 s of it end at ~8.06 s and 10 s at ~13.06 s
     expect(warm.warmedAt.length).toBe(2);
     expect(warm.warmedAt[0]).toBeGreaterThanOrEqual(8000);
     expect(warm.warmedAt[0]).toBeLessThan(8300);
