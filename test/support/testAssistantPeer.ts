@@ -51,8 +51,9 @@ export interface TestPeerOptions {
   host?: string;
   /** TestAssistantPeerProcess only: run the peer inside this network namespace (test/support/netns.ts) */
   netns?: string;
-  /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink);
-   *  its receiver then reports that loss in its RTCP receiver reports, as a real service would */
+  /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink),
+   *  from the moment the data channel opens; its receiver then reports that loss in its RTCP receiver reports,
+   *  as a real service would */
   inboundLossPercent?: number;
   /** act as the stand-in upstream (see the top) with this API key */
   upstream?: { apiKey: string };
@@ -359,10 +360,16 @@ export class TestAssistantPeer {
         audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2, payloadType: 111, parameters: 'minptime=10;useinbandfec=1' })],
         video: [],
       },
-      // werift's debug option drops an inbound packet when inboundPacketLoss / 100 < Math.random(), that is
-      // with probability 1 - inboundPacketLoss / 100: the value given is the share that gets through.
-      debug: this.opts.inboundLossPercent ? { inboundPacketLoss: 100 - this.opts.inboundLossPercent } : undefined,
     });
+    // werift's debug option drops an inbound packet when inboundPacketLoss / 100 < Math.random(), that is
+    // with probability 1 - inboundPacketLoss / 100: the value given is the share that gets through. It drops
+    // SCTP as well as SRTP, so it is switched on only once the data channel is open: a lost SCTP INIT or
+    // DCEP OPEN costs a 3 s retransmission timeout (doubling), and a 20 % loss during the handshake made the
+    // call miss its test's deadline now and then (CI, Node 26, 28 Nov: "timed out waiting for the call"). The
+    // DTLS transport reads pc.config.debug at every packet, so setting it later takes effect at once.
+    const startLoss = (): void => {
+      if (this.opts.inboundLossPercent) pc.config.debug = { ...pc.config.debug, inboundPacketLoss: 100 - this.opts.inboundLossPercent };
+    };
     const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });
     const call = new PeerCall(pc, transceiver, this.opts.ringSeconds);
     this.calls.push(call);
@@ -380,6 +387,7 @@ export class TestAssistantPeer {
       dc.stateChanged.subscribe((s) => {
         // the GA interface names no session id: session.created carries the session config only
         if (s === 'open' && gaSession) dc.send(JSON.stringify({ type: 'session.created', event_id: `event_${randomUUID()}`, session: { type: 'realtime', object: 'realtime.session', ...gaSession } }));
+        if (s === 'open') startLoss();
         if (s === 'open') this.onCall?.(call.id);
         // The device closing its call aborts SCTP: the data channel closes while ICE/DTLS still look connected.
         if (s === 'closed') call.closed = true;
