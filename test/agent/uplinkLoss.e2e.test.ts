@@ -47,9 +47,15 @@ describe('SpeakerAgent on a lossy uplink', () => {
       logger,
     });
     await agent.start();
-    await waitUntil(() => agent!.snapshot().state === 'connected', 20_000, 'the call');
+    // A failure says why: CI's run of da66f70 timed out here with nothing else to go on.
+    const said = () => lines.slice(-20).map((l) => l.trim()).join('\n');
+    await waitUntil(() => agent!.snapshot().state === 'connected', 20_000, 'the call').catch((err: Error) => {
+      throw new Error(`${err.message}; the agent's log:\n${said()}`);
+    });
     expect(lines.some((l) => l.includes('in-band FEC'))).toBe(false); // nothing reported yet: CELT, no FEC
-    await waitUntil(() => lines.some((l) => l.includes('sending Opus with in-band FEC')), 15_000, 'the uplink to protect against the loss');
+    await waitUntil(() => lines.some((l) => l.includes('sending Opus with in-band FEC')), 15_000, 'the uplink to protect against the loss').catch((err: Error) => {
+      throw new Error(`${err.message}; the agent's log:\n${said()}`);
+    });
     const line = JSON.parse(lines.find((l) => l.includes('sending Opus with in-band FEC'))!) as { fractionLost: number; protectPercent: number };
     expect(line.fractionLost).toBeGreaterThanOrEqual(0.02);
     expect(line.protectPercent).toBeGreaterThanOrEqual(5);
