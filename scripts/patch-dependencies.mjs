@@ -251,6 +251,19 @@ export const PATCHES = [
       '      })());\n' +
       '    }\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'SCTP (the data channel) starts with a 3 s retransmission timeout, RFC 4960\'s value for the open Internet, ' +
+      'and werift also times its handshake (INIT, COOKIE ECHO) with it, doubling at each loss. WebRTC\'s own SCTP ' +
+      '(libwebrtc\'s dcsctp) resends its handshake after 1 s and starts its RTO at 0.5 s. On a lossy uplink a ' +
+      'lost handshake packet held the call for 3, then 9 s: with a fifth of what the device sends lost, a call took ' +
+      '2.96 s on average to connect (p90 6.2 s, up to 12.2 s), against 0.90 s (p90 1.3 s, up to 5.1 s) with 1 s ' +
+      '(28 Nov, 60 calls each, `npm run bench -- call-setup`). 1 s is also SCTP\'s minimum RTO, so nothing is ' +
+      'resent sooner than before once the round trip is measured.',
+    from: 'var SCTP_RTO_INITIAL = 3;\n',
+    to: 'var SCTP_RTO_INITIAL = 1; // speaker-agent patch: resend a lost handshake after 1 s, as WebRTC\'s own SCTP does\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

@@ -1,4 +1,5 @@
 // scripts/patch-dependencies.mjs: the installed tree carries every patch, and applying is checked and idempotent.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -47,5 +48,43 @@ describe('patch-dependencies', () => {
     expect(() => applyPatches(base)).toThrow(/does not contain the expected code/);
     rmSync(path.join(base, patches[0].file));
     expect(() => applyPatches(base)).toThrow(/ENOENT/);
+  });
+
+  // bench/weriftAsShipped.mjs: the anchor of a patch's benchmark (call-setup: SCTP's handshake timer) is werift
+  // with that one patch undone, every other patch kept.
+  it('bench/weriftAsShipped.mjs undoes exactly the named patch as werift loads, and refuses a name that is not one patch', async () => {
+    // @ts-expect-error plain JavaScript module, no type declarations
+    const hooks = (await import('../../bench/weriftAsShippedHooks.mjs')) as {
+      initialize(d: { undo: string }): void;
+      load(url: string, ctx: object, next: (u: string, c: object) => Promise<{ source: string }>): Promise<{ source: string }>;
+      loadSync(url: string, ctx: object, next: (u: string, c: object) => { source: string }): { source: string };
+    };
+    const file = path.join(ROOT, 'node_modules/werift/lib/index.mjs');
+    const url = `file://${file}`;
+    const next = async () => ({ format: 'module', source: readFileSync(file, 'utf8') });
+    expect(() => hooks.initialize({ undo: '' })).toThrow(/names 0 werift patches/);
+    expect(() => hooks.initialize({ undo: 'speakerAgent' })).toThrow(/names 0 werift patches/); // only in the patched text
+    expect(() => hooks.initialize({ undo: 'this.' })).toThrow(/names \d+ werift patches, not one/);
+    hooks.initialize({ undo: 'SCTP_RTO_INITIAL' });
+    const { source } = await hooks.load(url, {}, next);
+    const sctp = patches.find((p) => p.from.includes('SCTP_RTO_INITIAL'))!;
+    expect(source).toContain('var SCTP_RTO_INITIAL = 3;\n');
+    expect(source).not.toContain(sctp.to);
+    for (const p of patches.filter((q) => q !== sctp && q.file === 'node_modules/werift/lib/index.mjs')) expect(source).toContain(p.to);
+    expect(hooks.loadSync(url, {}, () => ({ source: readFileSync(file, 'utf8') })).source).toBe(source); // Node 22.15+'s in-thread hook
+    const other = await hooks.load('file:///elsewhere.mjs', {}, async () => ({ source: 'x' }));
+    expect(other.source).toBe('x');
+    // and this Node takes the hook (module.registerHooks where it has it, else module.register): werift imports
+    // under it with nothing on stderr (Node 26 warns that module.register is deprecated)
+    const r = spawnSync(process.execPath, ['--import', path.join(ROOT, 'bench/weriftAsShipped.mjs'), '--input-type=module', '-e', "const w = await import('werift'); console.log(typeof w.RTCPeerConnection)"], {
+      cwd: ROOT,
+      env: { ...process.env, BENCH_UNDO_PATCH: 'SCTP_RTO_INITIAL' },
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('function');
+    const refused = spawnSync(process.execPath, ['--import', path.join(ROOT, 'bench/weriftAsShipped.mjs'), '-e', ''], { cwd: ROOT, env: { ...process.env, BENCH_UNDO_PATCH: '' }, encoding: 'utf8' });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/names 0 werift patches/);
   });
 });

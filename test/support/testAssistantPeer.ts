@@ -51,10 +51,13 @@ export interface TestPeerOptions {
   host?: string;
   /** TestAssistantPeerProcess only: run the peer inside this network namespace (test/support/netns.ts) */
   netns?: string;
-  /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink),
-   *  from the moment the data channel opens; its receiver then reports that loss in its RTCP receiver reports,
-   *  as a real service would */
+  /** percent of the packets the device sends that the peer's WebRTC stack drops on arrival (a lossy uplink), from
+   *  the moment inboundLossFrom names; its receiver then reports that loss in its RTCP receiver reports, as a real
+   *  service would */
   inboundLossPercent?: number;
+  /** when that loss starts: once the data channel is open (default), or from the first packet, the SCTP handshake
+   *  included (the call-setup bench) */
+  inboundLossFrom?: 'open' | 'first packet';
   /** act as the stand-in upstream (see the top) with this API key */
   upstream?: { apiKey: string };
   /** seconds of decoded inbound audio kept for lastReceived (default 12; the echo bench keeps a whole run) */
@@ -370,6 +373,7 @@ export class TestAssistantPeer {
     const startLoss = (): void => {
       if (this.opts.inboundLossPercent) pc.config.debug = { ...pc.config.debug, inboundPacketLoss: 100 - this.opts.inboundLossPercent };
     };
+    if (this.opts.inboundLossFrom === 'first packet') startLoss();
     const transceiver = pc.addTransceiver('audio', { direction: 'sendrecv' });
     const call = new PeerCall(pc, transceiver, this.opts.ringSeconds);
     this.calls.push(call);
