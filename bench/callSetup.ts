@@ -1,7 +1,8 @@
 // One process: N calls of the agent's WebRTC transport to the test peer (test/support/testAssistantPeer.ts,
 // werift), the peer dropping a share of what the device sends from the first packet on, the SCTP handshake
-// included. Prints one JSON line: each call's time from the offer to the open data channel (ms). Run by
-// bench/call-setup.bench.ts, with werift as installed (patched) and, under bench/weriftAsShipped.mjs, as shipped.
+// included. Prints one JSON line: each call's time from the offer to the open data channel (ms), and how many
+// were not up within the agent's 15 s connect timeout. Run by bench/call-setup.bench.ts, with werift as installed
+// (patched) and, under bench/weriftAsShipped.mjs, as shipped.
 import { randomUUID } from 'node:crypto';
 import { ServiceClient } from '../src/agent/serviceClient.js';
 import { WebrtcTransport } from '../src/agent/transport/webrtcTransport.js';
@@ -20,7 +21,9 @@ for (let i = 0; i < calls; i++) {
   const session = await client.createSession();
   const t0 = performance.now();
   try {
-    await transport.connect({ session, exchangeSdp: (sdp) => client.exchangeSdp(sdp), handlers: { onMessage() {}, onAudio() {}, onActivity() {}, onClosed() {} } });
+    // the agent's own connect timeout (settings call.connectTimeoutMs): a call not up by then counts as failed
+    const signal = AbortSignal.timeout(15_000);
+    await transport.connect({ session, signal, exchangeSdp: (sdp) => client.exchangeSdp(sdp), handlers: { onMessage() {}, onAudio() {}, onActivity() {}, onClosed() {} } });
     ms.push(Math.round(performance.now() - t0));
   } catch {
     failed++;

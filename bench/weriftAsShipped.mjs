@@ -1,6 +1,6 @@
-// `node --import ./bench/weriftAsShipped.mjs`: werift's ES module loads with one checked patch
-// (scripts/patch-dependencies.mjs) undone in memory, the one whose original text contains BENCH_UNDO_PATCH, to
-// measure that patch against werift as shipped in one run. Node 22.15 and later take in-thread hooks
+// `node --import ./bench/weriftAsShipped.mjs`: werift's ES module loads with some of its checked patches
+// (scripts/patch-dependencies.mjs) undone in memory, those whose patched text contains BENCH_UNDO_PATCH, to
+// measure them against werift as shipped in one run. Node 22.15 and later take in-thread hooks
 // (module.registerHooks; Node 26 deprecates module.register); Node 20 takes register().
 import module from 'node:module';
 import { initialize, loadSync } from './weriftAsShippedHooks.mjs';

@@ -1,20 +1,23 @@
-// The load hooks of bench/weriftAsShipped.mjs: werift/lib/index.mjs with the chosen patch's `to` put back to its
-// `from`. A patch that is not found, or not installed, fails the load: the anchor must be what it says.
+// The load hooks of bench/weriftAsShipped.mjs: werift/lib/index.mjs with the chosen patches' `to` put back to
+// their `from`. A name that selects no patch, or a patch that is not installed, fails the load: the anchor must be
+// what it says.
 import { PATCHES } from '../scripts/patch-dependencies.mjs';
 
-let patch;
+let chosen = [];
 
 export function initialize({ undo }) {
-  const found = PATCHES.filter((p) => p.file === 'node_modules/werift/lib/index.mjs' && undo && p.from.includes(undo));
-  if (found.length !== 1) throw new Error(`weriftAsShipped: BENCH_UNDO_PATCH=${JSON.stringify(undo)} names ${found.length} werift patches, not one`);
-  patch = found[0];
+  chosen = PATCHES.filter((p) => p.file === 'node_modules/werift/lib/index.mjs' && undo && p.to.includes(undo));
+  if (chosen.length === 0) throw new Error(`weriftAsShipped: BENCH_UNDO_PATCH=${JSON.stringify(undo)} names no werift patch`);
 }
 
 function undone(url, result) {
   if (!url.endsWith('/node_modules/werift/lib/index.mjs')) return result;
-  const source = String(result.source);
-  if (!source.includes(patch.to)) throw new Error('weriftAsShipped: the patch to undo is not installed');
-  return { ...result, source: source.replace(patch.to, patch.from) };
+  let source = String(result.source);
+  for (const p of chosen) {
+    if (!source.includes(p.to)) throw new Error('weriftAsShipped: a patch to undo is not installed');
+    source = source.replace(p.to, p.from);
+  }
+  return { ...result, source };
 }
 
 /** module.register()'s hook (Node 20): runs on the loader thread, asynchronous */

@@ -3,10 +3,12 @@
 import { RTCPeerConnection, type RTCDataChannel } from 'werift';
 import { waitUntil } from './audioCapture.js';
 
-/** The parts of werift's SCTP association the backlog regression test reads. */
+/** The parts of werift's SCTP association the regression tests read. */
 export interface SctpInternals {
   outboundQueue: unknown[];
   flush: { event: { stack: unknown[] } };
+  /** the retransmission timeout, s */
+  rto: number;
 }
 
 export interface DataChannelPair {

@@ -366,9 +366,10 @@ export class TestAssistantPeer {
     });
     // werift's debug option drops an inbound packet when inboundPacketLoss / 100 < Math.random(), that is
     // with probability 1 - inboundPacketLoss / 100: the value given is the share that gets through. It drops
-    // SCTP as well as SRTP, so it is switched on only once the data channel is open: a lost SCTP INIT or
-    // DCEP OPEN costs a 3 s retransmission timeout (doubling), and a 20 % loss during the handshake made the
-    // call miss its test's deadline now and then (CI, Node 26, 28 Nov: "timed out waiting for the call"). The
+    // SCTP as well as SRTP, so by default it is switched on only once the data channel is open (the channel the
+    // device opens, DATA_CHANNEL_LABEL): werift as shipped resent a lost SCTP handshake packet after 3 s each
+    // time, and a 20 % loss during the handshake made the call miss its test's deadline now and then (CI, Node 26,
+    // 28 Nov: "timed out waiting for the call"; the agent's werift is patched since, see bench call-setup). The
     // DTLS transport reads pc.config.debug at every packet, so setting it later takes effect at once.
     const startLoss = (): void => {
       if (this.opts.inboundLossPercent) pc.config.debug = { ...pc.config.debug, inboundPacketLoss: 100 - this.opts.inboundLossPercent };

@@ -1,0 +1,85 @@
+// Regression (CI's run of da66f70: a call on a lossy uplink not up within 20 s): werift started SCTP's
+// retransmission timeout at 3 s and resent at the same timeout every time. A lost handshake packet held the call
+// 3 s each; with a fifth of the uplink lost a call took 2.96 s on average to connect, up to 12.2 s (bench
+// call-setup). The checked patches in scripts/patch-dependencies.mjs ("SCTP retransmission") start at 1 s, as
+// WebRTC's own SCTP resends its handshake, and back off (RFC 4960 6.3.3 E2). Real werift peers over loopback; the
+// timeout is read from werift's SCTP association. The same script under bench/weriftAsShipped.mjs (the patches
+// undone in memory, the bench's anchor) shows werift as shipped.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sleep, waitUntil } from '../support/audioCapture.js';
+import { dataChannelPair, type DataChannelPair } from '../support/dataChannelPair.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+let pair: DataChannelPair | undefined;
+afterEach(async () => {
+  await pair?.close();
+  pair = undefined;
+});
+
+/** werift's debug option drops an inbound packet unless Math.random() < inboundPacketLoss / 100: a tiny share
+ *  lets (almost) nothing through. 0 would turn the option off. */
+const DROP_ALL = { inboundPacketLoss: 1e-4 };
+
+// The same steps in a plain child process, to run werift under the bench's load hook: the timeout as the data
+// channel opens, and after 3.5 s of a message never acknowledged.
+const PROBE = `
+const { RTCPeerConnection } = await import('werift');
+const cfg = { iceServers: [], iceAdditionalHostAddresses: ['127.0.0.1'] };
+const a = new RTCPeerConnection(cfg), b = new RTCPeerConnection(cfg);
+const dc = a.createDataChannel('oai-events');
+await a.setLocalDescription(await a.createOffer());
+const initial = a.sctpTransport.sctp.rto;
+await b.setRemoteDescription(a.localDescription);
+await b.setLocalDescription(await b.createAnswer());
+await a.setRemoteDescription(b.localDescription);
+await new Promise((r) => (dc.readyState === 'open' ? r() : dc.stateChanged.subscribe((s) => s === 'open' && r())));
+b.config.debug = ${JSON.stringify(DROP_ALL)};
+dc.send('never acknowledged');
+await new Promise((r) => setTimeout(r, 3500));
+console.log(JSON.stringify({ initial, unacked: a.sctpTransport.sctp.rto }));
+process.exit(0);
+`;
+
+describe('werift SCTP retransmission (patched)', () => {
+  it('regression: the association starts its retransmission timeout at 1 s, not 3 s', async () => {
+    const { RTCPeerConnection } = await import('werift');
+    const pc = new RTCPeerConnection({ iceServers: [] });
+    pc.createDataChannel('oai-events');
+    await pc.setLocalDescription(await pc.createOffer());
+    expect((pc.sctpTransport as unknown as { sctp: { rto: number } }).sctp.rto).toBe(1);
+    await pc.close();
+  });
+
+  it('regression: a message never acknowledged backs the timeout off (1 -> 2 -> 4 s), and is delivered once the link is back', async () => {
+    pair = await dataChannelPair();
+    const { channel, received, sctp, receiver } = pair;
+    expect(sctp.rto).toBe(1); // the loopback round trip is far under SCTP's 1 s minimum
+    receiver.config.debug = DROP_ALL;
+    channel.send('held');
+    await sleep(3500); // expiries at 1 s and 3 s
+    expect(sctp.rto).toBe(4);
+    expect(received).not.toContain('held');
+    receiver.config.debug = {};
+    await waitUntil(() => received.includes('held'), 10_000, 'the message to be resent and arrive');
+    channel.send('after');
+    await waitUntil(() => received.includes('after'), 5_000, 'the next message');
+    expect(received).toEqual(['held', 'after']);
+  });
+
+  it('werift as shipped (the bench anchor, patches undone in memory) starts at 3 s and never backs off', () => {
+    const run = (hook: boolean) => {
+      const r = spawnSync(process.execPath, [...(hook ? ['--import', path.join(ROOT, 'bench/weriftAsShipped.mjs')] : []), '--input-type=module', '-e', PROBE], {
+        cwd: ROOT,
+        env: { ...process.env, BENCH_UNDO_PATCH: 'speaker-agent patch: SCTP retransmission' },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { initial: number; unacked: number };
+    };
+    expect(run(false)).toEqual({ initial: 1, unacked: 4 });
+    expect(run(true)).toEqual({ initial: 3, unacked: 1 }); // 1: SCTP's minimum once the round trip is measured
+  });
+});
