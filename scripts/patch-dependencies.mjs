@@ -254,42 +254,20 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
-      'SCTP retransmission (the data channel), 1 of 3: werift starts the retransmission timeout (RTO) at 3 s, RFC ' +
-      '4960\'s value for the open Internet, and times the handshake (INIT, COOKIE ECHO) with it. WebRTC\'s own SCTP ' +
-      '(libwebrtc\'s dcsctp) resends its handshake after 1 s and starts its RTO at 0.5 s. On a lossy uplink each lost ' +
-      'handshake packet held the call 3 s more: with a fifth of what the device sends lost, a call took 2.27-2.57 s ' +
-      'on average to connect (p90 6.2-9.2 s, up to 12.2 s), against 0.91-1.32 s (p90 3.2 s) with these three ' +
-      'patches (28 Nov, two runs of 60 calls a side, `npm run bench -- call-setup`). 1 s is also SCTP\'s minimum ' +
-      'RTO once the round trip is measured.',
+      'SCTP retransmission (the data channel): werift starts the retransmission timeout (RTO) at 3 s, RFC 4960\'s ' +
+      'value for the open Internet, and times the handshake (INIT, COOKIE ECHO) with it, resending at 3 s each ' +
+      'time. WebRTC\'s own SCTP (libwebrtc\'s dcsctp) resends its handshake after 1 s and keeps its RTO between ' +
+      '0.22 and 0.8 s. On a lossy uplink each lost handshake packet held the call 3 s more: with a fifth of what ' +
+      'the device sends lost, a call took 2.4-3.0 s on average to connect (p90 6.2 s, up to 12.2 s; 1 call in 180 not ' +
+      'up within the agent\'s 15 s), against 0.8-0.9 s (p90 1.3-2.2 s, up to 5.1 s) with 1 s (28 Nov, three runs of ' +
+      '60 calls a side, `npm run bench -- call-setup`). 1 s is SCTP\'s minimum RTO, where werift\'s ' +
+      'timeout settles once the round trip is measured, so the handshake and the first messages now resend as ' +
+      'every later message does. No back-off is added (werift has none, and dcsctp caps its RTO at 0.8 s): a resend ' +
+      'every second keeps a Wi-Fi blip from holding a message long. The cost: on a link whose round trip is over ' +
+      '1 s, every message goes twice, since werift measures the round trip only on messages sent once (as shipped, ' +
+      'that began over 3 s).',
     from: 'var SCTP_RTO_INITIAL = 3;\n',
     to: 'var SCTP_RTO_INITIAL = 1; // speaker-agent patch: SCTP retransmission, resend a lost handshake after 1 s as WebRTC\'s own SCTP does\n',
-  },
-  {
-    file: 'node_modules/werift/lib/index.mjs',
-    why:
-      'SCTP retransmission, 2 of 3: werift resends a lost handshake packet at the same RTO every time, where RFC 4960 ' +
-      '(6.3.3 E2) and dcsctp double it at each expiry. With 1 s to start, a link whose round trip is over 1 s would ' +
-      'resend every second until it gives up; doubling lets a slow answer arrive.',
-    from: '  timer1Expired = () => {\n    if (this.isStopped) return;\n    this.timer1Failures++;\n',
-    to:
-      '  timer1Expired = () => { // speaker-agent patch: SCTP retransmission, back off (RFC 4960 6.3.3 E2)\n' +
-      '    if (this.isStopped) return;\n' +
-      '    this.rto = Math.min(this.rto * 2, SCTP_RTO_MAX);\n' +
-      '    this.timer1Failures++;\n',
-  },
-  {
-    file: 'node_modules/werift/lib/index.mjs',
-    why:
-      'SCTP retransmission, 3 of 3: the same for data (T3). A round-trip sample is only taken from a chunk sent once, ' +
-      'so without the back-off a round trip over the RTO (1 s) would never be measured: every message sent twice ' +
-      'and the congestion window cut at each, for the whole call. Doubled, the next chunk is answered in time and ' +
-      'measured, and the RTO follows the link again.',
-    from: '  timer3Expired = () => {\n    if (this.isStopped) return;\n    this.timer3Handle = void 0;\n',
-    to:
-      '  timer3Expired = () => { // speaker-agent patch: SCTP retransmission, back off (RFC 4960 6.3.3 E2)\n' +
-      '    if (this.isStopped) return;\n' +
-      '    this.rto = Math.min(this.rto * 2, SCTP_RTO_MAX);\n' +
-      '    this.timer3Handle = void 0;\n',
   },
 ];
 
