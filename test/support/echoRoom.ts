@@ -150,6 +150,11 @@ export class EchoRoom {
     if (!process.env.PULSE_SERVER) throw new Error('echo room: PULSE_SERVER is not set (scripts/virtual-audio.sh start)');
   }
 
+  /** the room's process (its scheduling is checked by echoRoom.test.ts) */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Starts the room and calibrates it to opts.delayMs; resolves with the measured delay. */
   async start(): Promise<DelayMeasurement> {
     const child = fork(path.join(import.meta.dirname, 'echoRoomMain.ts'), [JSON.stringify(this.opts)], {

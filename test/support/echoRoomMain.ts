@@ -1,6 +1,7 @@
 // THE ECHO ROOM's process (see echoRoom.ts): parec on speaker.monitor -> RoomFilter + near end + noise -> pacat
 // into mic_in. Obeys its parent over IPC: setDelay, measure, near, stopNear, echoLevel, startCapture, stopCapture.
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,27 +35,43 @@ out.stderr.on('data', (c: Buffer) => {
 const inp = spawn('parec', ['--device=speaker.monitor', ...RAW, '--latency-msec=10'], { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
 // The room is physics: on a loaded machine (2 shared cores) it must not stall, or its delay shifts (a pacat
 // underrun puts silence into the mic stream and moves the echo by 10-70 ms: a real room's acoustic path never
-// jumps). Real-time scheduling (SCHED_FIFO, all threads) where allowed (root), else raised priority; it does
-// little work per chunk, so it cannot starve the rest. The agent keeps its normal priority.
+// jumps). Real-time scheduling (SCHED_FIFO) where allowed (root), else raised priority; it does little work per
+// chunk, so it cannot starve the rest. The agent keeps its normal priority.
+const chrt = (args: string[]) => spawnSync('chrt', args, { stdio: 'ignore' }).status === 0;
 function physics(pid: number | undefined): void {
   if (!pid) return;
-  if (spawnSync('chrt', ['-a', '-f', '-p', '20', String(pid)], { stdio: 'ignore' }).status === 0) return;
+  if (chrt(['-a', '-f', '-p', '20', String(pid)])) return;
   try {
     os.setPriority(pid, -10);
   } catch {
     /* not permitted */
   }
 }
-for (const pid of [process.pid, out.pid, inp.pid]) physics(pid);
+for (const pid of [out.pid, inp.pid]) physics(pid);
+// This process: its loop (the main thread) above its own helper threads. With every thread at one priority,
+// V8's GC helpers and the libuv pool, also SCHED_FIFO 20 and never preempted by an equal, kept both cores while
+// the loop waited for one 30-50 ms (ECHO_ROOM_TRACE: "waited for a CPU", its own run time ~1 ms), and pacat's
+// 40 ms buffer underran: the room's glitches, seen in (i)'s double talk in CI. So the helpers run at 19, the
+// loop at 20, and threads the loop starts later (the search worker, the libuv pool) at normal priority
+// (SCHED_RESET_ON_FORK).
+if (!(chrt(['-a', '-f', '-p', '19', String(process.pid)]) && chrt(['-R', '-f', '-p', '20', String(process.pid)]))) physics(process.pid);
 
 // ECHO_ROOM_TRACE: the room's own loop stalls too (over 30 ms: pacat's 40 ms buffer is then at risk)
 if (process.env.ECHO_ROOM_TRACE) {
+  // the main thread's time on a CPU and waiting for one (ns): a busy loop, or one left unscheduled
+  const sched = () => readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ').map(Number);
   let last = performance.now();
+  let lastSched = sched();
   setInterval(() => {
     const now = performance.now();
-    if (now - last > 30) process.stderr.write(`ROOMTRACE ${Date.now()} lag ${(now - last - 10).toFixed(1)} ms\n`);
+    const s = sched();
+    if (now - last > 30) process.stderr.write(`ROOMTRACE ${Date.now()} lag ${(now - last - 10).toFixed(1)} ms (ran ${((s[0] - lastSched[0]) / 1e6).toFixed(1)} ms, waited for a CPU ${((s[1] - lastSched[1]) / 1e6).toFixed(1)} ms)\n`);
     last = now;
+    lastSched = s;
   }, 10);
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) if (e.duration > 5) process.stderr.write(`ROOMTRACE ${Date.now()} gc ${e.duration.toFixed(1)} ms\n`);
+  }).observe({ entryTypes: ['gc'] });
 }
 
 /** Pins a stream's sample index to wall time: the earliest (least delayed) chunk arrivals of the last ~4 s. */
