@@ -39,10 +39,11 @@ export function stopVirtualAudio(): void {
   }
 }
 
-/** Bundles test/support/agentProcessMain.ts exactly as `npm run build` bundles the CLI (scripts/build.mjs). */
+/** Bundles test/support/agentProcessMain.ts exactly as `npm run build` bundles the CLI (scripts/build.mjs), and
+ *  bench/nodeFloorMain.ts beside it (node-versions.bench.ts's anchor: a node running only the memory keeper). */
 export async function buildAgent(): Promise<string> {
   const outdir = path.join(ROOT, '.test-runtime', 'bench-agent');
-  await (bundle as (o: object) => Promise<unknown>)({ outdir, quiet: true, extraEntryPoints: { 'agent-main': 'test/support/agentProcessMain.ts' } });
+  await (bundle as (o: object) => Promise<unknown>)({ outdir, quiet: true, extraEntryPoints: { 'agent-main': 'test/support/agentProcessMain.ts', 'node-floor': 'bench/nodeFloorMain.ts' } });
   return path.join(outdir, 'agent-main.js');
 }
 

@@ -10,6 +10,9 @@
 // over its first five minutes (27 Nov); a single sample 65 s after the page-out understated the difference.
 // BENCH_FLAGS_A / BENCH_FLAGS_B: node or V8 flags for one side beside the unit's, to weigh a flag (with
 // BENCH_NODE_A, the first side's Node, both sides may be one Node).
+// The anchor, in the same run: each Node's floor, a node that runs only the agent's memory keeper
+// (bench/nodeFloorMain.ts) on its own private copy of the binary, sampled with the agents. The agent's RSS less its
+// Node's floor is what the agent's own code and data cost on that Node.
 // The native addons are the checkout's: Opus, PortAudio and speaker-sys are Node-API and load in both; speaker-sys's
 // V8 part may not load in the other Node's ABI (the memory keeper then uses gc(); the note says which).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -43,22 +46,26 @@ export async function run(): Promise<BenchRow[]> {
   }
   const nodes = [process.env.BENCH_NODE_A ?? process.execPath, b];
   const privates = nodes.map((n) => privateNode(n));
+  const floorPrivates = nodes.map((n) => privateNode(n)); // not the agents' copies: a page-out releases only unshared pages
   const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
   const windowMs = Number(process.env.BENCH_WINDOW_S ?? 300) * 1000;
   // flags to try on one side, beside the unit's (a maker weighing a flag for their Node)
   const extra = [process.env.BENCH_FLAGS_A, process.env.BENCH_FLAGS_B].map((f) => (f ? f.split(/\s+/).filter(Boolean) : []));
   startVirtualAudio();
   const agentMain = await buildAgent();
+  const floorMain = path.join(path.dirname(agentMain), 'node-floor.js');
   const peers = nodes.map(() => new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-peer-')), 'enrolled.json') }));
   const cpu: number[][] = [[], []];
   const cpuFirst: number[][] = [[], []]; // per round: CPU over the call's first 30 s (V8 still optimising)
   const rss: number[][] = [[], []]; // per round: the median of its samples
   const samples: number[][] = [[], []]; // every sample of every round
+  const floor: number[][] = [[], []]; // per round: the median of the floor process's samples
   const peerTone = sineWave(440, 48_000, 10, 0.3);
   try {
     await Promise.all(peers.map((p) => p.start()));
     for (let r = 0; r < rounds; r++) {
       const agents = [0, 1].map((i) => spawnAgent(agentMain, peers[i].url, mkdtempSync(path.join(os.tmpdir(), 'bench-state-')), undefined, privates[i], {}, extra[i]));
+      const floors = [0, 1].map((i) => spawnAgent(floorMain, '', mkdtempSync(path.join(os.tmpdir(), 'bench-state-')), undefined, floorPrivates[i], {}, extra[i]));
       let pacat: ChildProcess | undefined;
       const feedPeers = () => peers.forEach((p) => void p.playTone(peerTone).catch(() => undefined));
       const feeding = setInterval(feedPeers, 10_000);
@@ -73,16 +80,19 @@ export async function run(): Promise<BenchRow[]> {
         pacat.stdin!.end(Buffer.from(sineWave(700, 48_000, Math.ceil(windowMs / 1000) + 120, 0.3).buffer));
         await sleep(30_000); // JIT and first GCs
         agents.forEach((a, i) => cpuFirst[i].push((((cpuTicks(a.child.pid!) - f0[i]) / CLK_TCK) * 1000 * 100) / (performance.now() - tf0)));
-        await Promise.all(agents.map((a) => pagedOut(a))); // the steady state: after the one page-out of start-up code
+        await Promise.all([...agents, ...floors].map((a) => pagedOut(a))); // the steady state: after the one page-out of start-up code
         await sleep(5_000);
         const pids = agents.map((a) => a.child.pid!);
         const t0 = performance.now();
         const c0 = pids.map(cpuTicks);
         const own: number[][] = [[], []];
+        const floorOwn: number[][] = [[], []];
         while (performance.now() - t0 < windowMs) {
           await sleep(10_000);
           pids.forEach((pid, i) => own[i].push(rssMb(pid)));
+          floors.forEach((f, i) => floorOwn[i].push(rssMb(f.child.pid!)));
         }
+        floorOwn.forEach((xs, i) => floor[i].push(percentile(xs, 50)));
         pids.forEach((pid, i) => {
           cpu[i].push((((cpuTicks(pid) - c0[i]) / CLK_TCK) * 1000 * 100) / (performance.now() - t0));
           rss[i].push(percentile(own[i], 50));
@@ -91,7 +101,7 @@ export async function run(): Promise<BenchRow[]> {
       } finally {
         clearInterval(feeding);
         pacat?.kill();
-        await Promise.all(agents.map((a) => stopAgent(a)));
+        await Promise.all([...agents, ...floors].map((a) => stopAgent(a)));
       }
     }
   } finally {
@@ -104,6 +114,7 @@ export async function run(): Promise<BenchRow[]> {
   const [ca, cb] = cpu.map((xs) => percentile(xs, 50));
   const [ra, rb] = rss.map((xs) => percentile(xs, 50));
   const [fa, fb] = cpuFirst.map((xs) => percentile(xs, 50));
+  const [la, lb] = floor.map((xs) => percentile(xs, 50));
   return [
     { issue: '#18', metric: `agent CPU, steady two-way call, Node ${va} (median)`, value: ca, unit: '% core', note: note(0) },
     { issue: '#18', metric: `agent CPU, steady two-way call, Node ${vb} (median)`, value: cb, unit: '% core', target: `<= Node ${va}`, pass: cb <= ca * 1.05, note: `${note(1)}; ratio ${(cb / ca).toFixed(2)}` },
@@ -112,5 +123,8 @@ export async function run(): Promise<BenchRow[]> {
     { issue: '#18', metric: `agent CPU, first 30 s of the call, Node ${vb} (median)`, value: fb, unit: '% core', note: `rounds ${fmt(cpuFirst[1])} %; ratio ${(fb / fa).toFixed(2)}` },
     { issue: '#18', metric: `agent RSS in that call, Node ${va} (median)`, value: ra, unit: 'MB', note: `rounds ${fmt(rss[0], 1)} MB (medians of 10 s samples; range ${fmt([Math.min(...samples[0]), Math.max(...samples[0])], 1)})` },
     { issue: '#18', metric: `agent RSS in that call, Node ${vb} (median)`, value: rb, unit: 'MB', target: `<= Node ${va}`, pass: rb <= ra * 1.05, note: `rounds ${fmt(rss[1], 1)} MB (medians of 10 s samples; range ${fmt([Math.min(...samples[1]), Math.max(...samples[1])], 1)}); ratio ${(rb / ra).toFixed(2)}` },
+    // the anchor: each Node's floor in the same run, and what the agent adds above it
+    { issue: '#18', metric: `node floor RSS (memory keeper only), Node ${va} (median)`, value: la, unit: 'MB', note: `rounds ${fmt(floor[0], 1)} MB; the agent above it: ${(ra - la).toFixed(1)} MB` },
+    { issue: '#18', metric: `node floor RSS (memory keeper only), Node ${vb} (median)`, value: lb, unit: 'MB', note: `rounds ${fmt(floor[1], 1)} MB; the agent above it: ${(rb - lb).toFixed(1)} MB (ratio to Node ${va}'s ${((rb - lb) / (ra - la)).toFixed(2)}); floors differ by ${(lb - la).toFixed(1)} MB, the agents by ${(rb - ra).toFixed(1)}` },
   ];
 }
