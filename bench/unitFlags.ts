@@ -12,10 +12,11 @@ export function unitNodeFlags(unit: 'speaker-agent.service' | 'speaker-agent-com
   return exec[1] ? exec[1].split(/\s+/) : [];
 }
 
-/** `Environment=NAME=value` settings of systemd/<unit> (what glibc or node reads before our code runs). */
+/** `Environment=NAME=value` settings of systemd/<unit> (what glibc or node reads before our code runs), with the
+ *  installed tree /opt/speaker-agent read as this checkout (install.sh rewrites it to its PREFIX the same way). */
 export function unitEnvironment(unit: 'speaker-agent.service' | 'speaker-agent-companion.service'): Record<string, string> {
   const text = readFileSync(path.join(ROOT, 'systemd', unit), 'utf8');
   const env: Record<string, string> = {};
-  for (const m of text.matchAll(/^Environment=(\w+)=(\S*)$/gm)) env[m[1]] = m[2];
+  for (const m of text.matchAll(/^Environment=(\w+)=(\S*)$/gm)) env[m[1]] = m[2].replaceAll('/opt/speaker-agent', ROOT);
   return env;
 }

@@ -25,10 +25,18 @@ const CHECKS = [
     const pa = require('naudiodon2');
     if (typeof pa.AudioIO !== 'function') throw new Error('AudioIO missing');
   }],
-  ['speaker-sys', 'sd_notify, dup2, malloc_trim, SRTP AES-GCM', () => {
+  ['speaker-sys', 'sd_notify, dup2, malloc_trim, SRTP AES-GCM, node preload', () => {
     const sys = require('speaker-sys');
     for (const f of ['dup', 'dup2', 'sendDatagram', 'mallocTrim']) if (typeof sys[f] !== 'function') throw new Error(`${f} missing`);
     // optional parts: without them werift keeps node's crypto and the memory keeper uses gc()
+    // the library the systemd units preload into node (src/node_preload.c): it must load into this node (a missing
+    // or foreign one makes ld.so print an error in every process the service starts). Loaded in this process, not
+    // by starting another node: under qemu-user (scripts/check-arm64.sh) a child process cannot start.
+    try {
+      require('koffi').load(sys.nodePreloadPath);
+    } catch (err) {
+      throw new Error(`${sys.nodePreloadPath}: ${err.message}`);
+    }
     const extras = [sys.srtpGcm ? 'SRTP in OpenSSL' : 'no native SRTP', sys.memoryPressure ? 'V8 memory pressure' : 'no V8 memory pressure'];
     return extras.join(', ');
   }],

@@ -284,6 +284,7 @@ ADDONS=(
   "speaker-sys=$NM/speaker-sys/build/Release/speaker_sys.node"
   "speaker-sys-v8=$NM/speaker-sys/build/Release/speaker_sys_v8.node"
   "speaker-sys-srtp=$NM/speaker-sys/build/Release/speaker_sys_srtp.node"
+  "node-preload=$NM/speaker-sys/build/Release/node_preload.so"
   "koffi=$NM/$KOFFI_BIN"
 )
 [ "$WAKE" = 1 ] && ADDONS+=(

@@ -31,7 +31,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, 
   });
 }
 
-const ADDONS = ['opus', 'better-sqlite3', 'naudiodon2', 'speaker-sys', 'speaker-sys-v8', 'speaker-sys-srtp', 'koffi', 'onnxruntime-node', 'libonnxruntime'];
+const ADDONS = ['opus', 'better-sqlite3', 'naudiodon2', 'speaker-sys', 'speaker-sys-v8', 'speaker-sys-srtp', 'node-preload', 'koffi', 'onnxruntime-node', 'libonnxruntime'];
 
 describe('scripts/check-arm64.sh', () => {
   it('exits 77 with the reason on a machine where it cannot run (here: an arm64 uname)', async () => {

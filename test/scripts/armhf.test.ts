@@ -32,7 +32,7 @@ function run(cmd: string, args: string[], timeout = 40 * 60_000): Promise<Result
   });
 }
 
-const ADDONS = ['opus', 'better-sqlite3', 'naudiodon2', 'speaker-sys', 'speaker-sys-v8', 'speaker-sys-srtp', 'koffi'];
+const ADDONS = ['opus', 'better-sqlite3', 'naudiodon2', 'speaker-sys', 'speaker-sys-v8', 'speaker-sys-srtp', 'node-preload', 'koffi'];
 
 describe('scripts/check-arm64.sh --arch armhf', () => {
   it('refuses an unknown --arch with exit 2', async () => {

@@ -3,7 +3,7 @@
 // /usr/bin/node and /opt/speaker-agent are replaced by this machine's node and this checkout (install.sh does
 // the same rewrite when node lives elsewhere).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -91,6 +91,15 @@ describe('systemd units', () => {
     const d = directives('speaker-agent-companion.service');
     expect(d.get('ExecStart')?.[0]).toMatch(/speaker-agent\.js companion$/);
     expect(d.get('PrivateDevices')?.[0]).toBe('yes');
+  });
+
+  // install.sh rewrites /opt/speaker-agent to its PREFIX and builds node_modules there as setup.sh does here
+  it('both units preload vendor/speaker-sys\'s node_preload.so, which the build puts where they look', () => {
+    for (const unit of UNITS) {
+      const preload = directives(unit).get('Environment')?.find((e) => e.startsWith('LD_PRELOAD='));
+      expect(preload, unit).toBe('LD_PRELOAD=/opt/speaker-agent/node_modules/speaker-sys/build/Release/node_preload.so');
+      expect(existsSync(preload!.slice('LD_PRELOAD='.length).replace('/opt/speaker-agent', root)), unit).toBe(true);
+    }
   });
 
   it('verify does flag a broken unit (the check above can fail)', async () => {

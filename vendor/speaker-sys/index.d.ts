@@ -34,3 +34,7 @@ export const srtpGcm:
       gcmOpen(ctx: GcmContext, iv: Buffer, packet: Buffer, aadLength: number): Buffer | null;
     }
   | undefined;
+/** build/Release/node_preload.so: not an addon but a library the systemd units preload into node (LD_PRELOAD):
+ *  it turns abseil's debug-only deadlock detection off before node's first lock, which Node 24+ otherwise pays 1 MB
+ *  for (src/node_preload.c). Does nothing in a node without abseil. */
+export const nodePreloadPath: string;

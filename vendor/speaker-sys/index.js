@@ -15,3 +15,5 @@ try {
   srtpAddon = undefined; // node did not provide OpenSSL's symbols (see src/srtp_gcm.c): werift keeps node's crypto
 }
 module.exports.srtpGcm = srtpAddon;
+// Not an addon: a library the systemd units preload into node (src/node_preload.c); its path, for checks and benches.
+module.exports.nodePreloadPath = require('node:path').join(__dirname, 'build', 'Release', 'node_preload.so');
