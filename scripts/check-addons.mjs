@@ -32,12 +32,16 @@ const CHECKS = [
     // the library the systemd units preload into node (src/node_preload.c): it must load into this node (a missing
     // or foreign one makes ld.so print an error in every process the service starts). Loaded in this process, not
     // by starting another node: under qemu-user (scripts/check-arm64.sh) a child process cannot start.
+    let preload;
     try {
-      require('koffi').load(sys.nodePreloadPath);
+      preload = require('koffi').load(sys.nodePreloadPath);
     } catch (err) {
       throw new Error(`${sys.nodePreloadPath}: ${err.message}`);
     }
-    const extras = [sys.srtpGcm ? 'SRTP in OpenSSL' : 'no native SRTP', sys.memoryPressure ? 'V8 memory pressure' : 'no V8 memory pressure'];
+    // whether its constructor found abseil's switch in this node (Node 22 and later; Node 24+ need it)
+    const found = preload.func('int speaker_sys_node_preload_switched_off()')() === 1;
+    const extras = [sys.srtpGcm ? 'SRTP in OpenSSL' : 'no native SRTP', sys.memoryPressure ? 'V8 memory pressure' : 'no V8 memory pressure',
+      found ? "abseil's switch found" : 'no abseil in this node'];
     return extras.join(', ');
   }],
   ['onnxruntime-node', 'the wake word engine (openWakeWord)', () => {

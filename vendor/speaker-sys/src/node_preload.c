@@ -9,12 +9,22 @@
 // is never built. Same call, same mode as node's own, just earlier: abseil's switch is a constant-initialised
 // atomic, so setting it before node's static constructors is safe.
 //
-// On a node without abseil's symbol (Node 20 and 22, other programs the service starts) it does nothing.
+// In a program without abseil's symbol (Node 20, ffmpeg, amixer) it does nothing. Node 22 exports the switch too
+// and gets the call, but its V8 does not lock through abseil: no graph either way.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+
+static int switched_off;
 
 __attribute__((constructor)) static void speaker_sys_node_preload(void) {
   // absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle), exported by node for addons
   void (*set_mode)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "_ZN4absl29SetMutexDeadlockDetectionModeENS_15OnDeadlockCycleE");
-  if (set_mode) set_mode(0); // absl::OnDeadlockCycle::kIgnore
+  if (set_mode) {
+    set_mode(0); // absl::OnDeadlockCycle::kIgnore
+    switched_off = 1;
+  }
 }
+
+// 1 when the constructor found abseil's switch in this process and set it, 0 when there was none (for
+// scripts/check-addons.mjs: on Node 24+ a 0 means a node whose abseil this library no longer finds).
+__attribute__((visibility("default"))) int speaker_sys_node_preload_switched_off(void) { return switched_off; }
