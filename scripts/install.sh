@@ -191,6 +191,12 @@ if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
   fi
   mkdir -p "$(dirname "$LOCK_STAMP")"
   echo "$LOCK_SUM" > "$LOCK_STAMP"
+  vendored_addons_built "$(R "$PREFIX")"
+  CHANGED=1
+fi
+# an update that changed only vendor/'s addon sources (synced above): rebuilt in place
+if ! vendored_addons_current "$(R "$PREFIX")"; then
+  ensure_vendored_addons_current "$(R "$PREFIX")" || true # what does not load is named next
   CHANGED=1
 fi
 ensure_addons "$(R "$PREFIX")" || die "the native addons do not work in $("$NODE" --version): see above" 3

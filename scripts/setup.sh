@@ -60,6 +60,7 @@ if [ ! -d node_modules ] || ! npm ls --omit=dev >/dev/null 2>&1 || [ package-loc
   # GitHub; only the npm registry and Debian are install sources here, so they compile at once.
   npm_config_build_from_source=true npm ci --no-audit --no-fund
   node -p process.versions.modules > "$abi_stamp"
+  vendored_addons_built "$PWD"
 fi
 # The checkout was built by another Node (a newer Node installed, or CI's second run): rebuild every addon for
 # this one. @discordjs/opus, naudiodon2 and speaker-sys are Node-API (one build fits all), but speaker-sys's
@@ -68,7 +69,9 @@ if [ "$(cat "$abi_stamp" 2>/dev/null)" != "$(node -p process.versions.modules)" 
   echo "==> rebuilding the native addons for Node $node_version"
   npm_config_build_from_source=true npm rebuild --no-audit --no-fund
   node -p process.versions.modules > "$abi_stamp"
+  vendored_addons_built "$PWD"
 fi
+ensure_vendored_addons_current "$PWD" || true # what does not load is named next
 ensure_addons "$PWD" || exit 1
 
 # npm ci runs it as postinstall; again here for a node_modules installed before a patch was added (idempotent)

@@ -3,6 +3,8 @@
 #   npm_matches_node_or_exit  stops when Debian's npm would build the addons for Debian's Node instead of this one
 #   use_matching_node_headers exports npm_config_nodedir: headers of exactly this node's version
 #   ensure_addons DIR         checks every native addon of DIR in this node; rebuilds the failing ones once
+#   vendored_addons_built DIR, vendored_addons_current DIR, ensure_vendored_addons_current DIR
+#                             the addons built from vendor/: records their sources' hash, compares it, rebuilds
 NODE_MIN="20.10"
 
 node_supported_or_exit() {
@@ -84,6 +86,33 @@ A native addon does not load in Node $node_version ($(command -v node)); the FAI
   - a missing library (libportaudio, libasound): run scripts/setup.sh as a user who may use sudo apt-get
 MSG
   return 1
+}
+
+# The addons built from this project's own sources (vendor/naudiodon2, vendor/speaker-sys): npm ci builds them, but
+# an update that changes only their sources leaves package-lock.json and the Node ABI as they were, so neither
+# stamp would rebuild them, and check-addons.mjs finds an old build that still loads (a fix in its C would never
+# reach the board). A hash of their sources, recorded at each build, does.
+VENDORED_ADDONS=(naudiodon2 speaker-sys)
+vendored_addons_sum() { # DIR: prints a hash of what their builds read: binding.gyp, package.json, src/ (paths, contents)
+  (cd "$1" && for a in "${VENDORED_ADDONS[@]}"; do
+    printf '%s\0' "vendor/$a/binding.gyp" "vendor/$a/package.json"; find "vendor/$a/src" -type f -print0
+  done | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
+}
+vendored_addons_built() { # DIR: records that its vendored addons were built from the sources there now
+  vendored_addons_sum "$1" > "$1/node_modules/.speaker-agent-vendored.sha256"
+}
+vendored_addons_current() { # DIR: whether its vendored addons were built from the sources there now
+  [ "$(cat "$1/node_modules/.speaker-agent-vendored.sha256" 2>/dev/null)" = "$(vendored_addons_sum "$1")" ]
+}
+ensure_vendored_addons_current() { # DIR: rebuilds its vendored addons when their sources changed since the last build
+  vendored_addons_current "$1" && return 0
+  if [ -f "$1/node_modules/.speaker-agent-vendored.sha256" ]; then
+    echo "==> rebuilding ${VENDORED_ADDONS[*]} (their sources changed since they were built)"
+  else # built before this record was kept (or by hand): once
+    echo "==> rebuilding ${VENDORED_ADDONS[*]} (no record of the sources they were built from)"
+  fi
+  # a failed build is not recorded (the next run tries again); ensure_addons then names what does not load
+  (cd "$1" && npm_config_build_from_source=true npm rebuild "${VENDORED_ADDONS[@]}" --no-audit --no-fund) && vendored_addons_built "$1"
 }
 
 # onnxruntime-node (the wake word engine's runtime) ships its CPU libraries in the npm package; its install script

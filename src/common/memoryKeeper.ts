@@ -68,7 +68,8 @@ export function startMemoryKeeper(o: MemoryKeeperOptions = {}): MemoryKeeper {
   const trim = o.trim ?? defaultTrim();
   const heapUsed = o.heapUsed ?? (() => v8.getHeapStatistics().used_heap_size);
   const log = o.logger ?? silentLogger;
-  if (o.efficiencyMode) log.info({ v8: process.versions.v8, efficiencyMode: efficiencyMode() }, 'memory keeper: V8 efficiency mode');
+  // bufferPool: what the entry point left it at (src/common/bufferPool.ts)
+  if (o.efficiencyMode) log.info({ v8: process.versions.v8, efficiencyMode: efficiencyMode(), bufferPool: Buffer.poolSize }, 'memory keeper: V8 efficiency mode');
   let low = heapUsed(); // the heap's size after the last full GC, as near as we know it
   let collecting = false; // a collection was asked for on the previous tick
   let collections = 0;

@@ -5,7 +5,8 @@
 //   test machine; the fake dpkg database starts empty so the first run must install), FakeGetent + FakeUseradd
 //   + FakeUsermod + FakeChown (the service user exists only in the fake root's /etc/passwd), FakeId (the
 //   script requires root), FakeNpm (`npm ci` would download and compile native addons for minutes: it links
-//   the checkout's already-built packages instead; onnxruntime-node is copied, as install.sh prunes it).
+//   the checkout's already-built packages instead; onnxruntime-node is copied, as install.sh prunes it; `npm
+//   rebuild` is logged only).
 // Enrollment is real: the installed CLI enrolls against a real companion server.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -63,6 +64,7 @@ sed -i "s/^audio:x:29:\\(.*\\)$/audio:x:29:\\1,$name/; s/^audio:x:29:,/audio:x:2
   id: `[ "$1" = -u ] && echo 0 || exec /usr/bin/id "$@"`,
   npm: `
 echo "npm $*" >> "$FAKE_LOGS/calls.log"
+[ "$1" = rebuild ] && exit 0 # logged only: the linked packages are the checkout's, already built
 [ "$1" = ci ] || { echo "FakeNpm: unsupported $*" >&2; exit 1; }
 mkdir -p node_modules
 for d in "$CHECKOUT/node_modules"/* "$CHECKOUT/node_modules"/.bin; do ln -sfn "$d" "node_modules/$(basename "$d")"; done
@@ -179,6 +181,24 @@ describe('scripts/install.sh in a fake root', () => {
     expect(changing).toEqual([]);
     // ownership is re-asserted to the same values (chown is idempotent), never to anything new
     expect(readLog('chown.log')).toEqual(chownFirst);
+  }, 180_000);
+
+  it("an update that changes only the vendored addons' sources rebuilds them in place and restarts the service", async () => {
+    // the stamp of the sources they were built from, as an older release's sources would have left it
+    const stamp = path.join(fakeRoot, 'opt/speaker-agent/node_modules/.speaker-agent-vendored.sha256');
+    const built = readFileSync(stamp, 'utf8');
+    writeFileSync(stamp, '0'.repeat(64) + '\n');
+    clearLogs();
+    const r = await install('--yes');
+    expect(r.stdout).toContain('==> rebuilding naudiodon2 speaker-sys (their sources changed since they were built)');
+    const calls = readLog('calls.log');
+    expect(calls).toContain('npm rebuild naudiodon2 speaker-sys --no-audit --no-fund');
+    expect(calls).not.toContain('npm ci --omit=dev --no-audit --no-fund'); // the lockfile did not change
+    expect(calls).toContain('systemctl restart speaker-agent.service');
+    expect(readFileSync(stamp, 'utf8')).toBe(built);
+    clearLogs();
+    await install('--yes');
+    expect(readLog('calls.log').filter((c) => c.startsWith('npm'))).toEqual([]);
   }, 180_000);
 
   it('--uninstall removes the service and the project but keeps config and identity', async () => {

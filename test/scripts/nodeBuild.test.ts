@@ -1,9 +1,10 @@
 // The Node checks shared by setup.sh and install.sh (scripts/lib/node-build.sh) and scripts/check-addons.mjs,
 // run for real in this Node. What cannot exist here is faked and named: FakeOldNode (this node reporting
 // version 18.19.0, Debian 12's own), FakeStaleAddon (a package whose load fails the way an addon built for
-// another Node's ABI does), FakeHeaders (a headers dir of another Node version).
+// another Node's ABI does), FakeHeaders (a headers dir of another Node version), FakeNpm (an `npm rebuild` that
+// logs its call: the real one compiles for minutes).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,7 +21,7 @@ function sh(script: string, env: NodeJS.ProcessEnv = {}) {
 /** Runs one of node-build.sh's checks; `continued` says whether the script went on past it. */
 function check(fn: string, env: NodeJS.ProcessEnv = {}) {
   const r = sh(`${fn}; echo continued`, env);
-  return { status: r.status, stderr: r.stderr, continued: r.stdout.includes('continued') };
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, continued: r.stdout.includes('continued') };
 }
 
 /** An executable in a fresh directory, which a test puts first on the PATH. */
@@ -117,5 +118,66 @@ describe('scripts/lib/node-build.sh', () => {
     } else {
       expect(r.stderr).toContain('no headers for Node');
     }
+  });
+  it("vendored_addons_sum: a hash of what the vendored addons' builds read (binding.gyp, package.json, src/), not their docs or build output", () => {
+    const proj = path.join(tmp, 'vendored-sum');
+    for (const a of ['naudiodon2', 'speaker-sys']) {
+      cpSync(path.join(ROOT, 'vendor', a), path.join(proj, 'vendor', a), { recursive: true, filter: (src) => !/\/(build|node_modules)$/.test(src) });
+    }
+    const sum = (dir: string) => {
+      const r = sh(`vendored_addons_sum ${JSON.stringify(dir)}`);
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.trim();
+    };
+    const original = sum(proj);
+    expect(original).toMatch(/^[0-9a-f]{64}$/);
+    expect(sum(ROOT)).toBe(original); // the checkout, with its build output, hashes the same as a copy without it
+    mkdirSync(path.join(proj, 'vendor/speaker-sys/build/Release'), { recursive: true });
+    writeFileSync(path.join(proj, 'vendor/speaker-sys/build/Release/speaker_sys.node'), 'built');
+    writeFileSync(path.join(proj, 'vendor/speaker-sys/README.md'), 'a docs-only change'); // no rebuild for it
+    expect(sum(proj)).toBe(original);
+    const gyp = path.join(proj, 'vendor/naudiodon2/binding.gyp');
+    writeFileSync(gyp, readFileSync(gyp, 'utf8') + '\n');
+    const gypChanged = sum(proj);
+    expect(gypChanged).not.toBe(original);
+    writeFileSync(path.join(proj, 'vendor/naudiodon2/src/new_file.c'), ''); // a file added counts
+    expect(sum(proj)).not.toBe(gypChanged);
+    const c = path.join(proj, 'vendor/speaker-sys/src/node_preload.c');
+    const before = sum(proj);
+    writeFileSync(c, readFileSync(c, 'utf8') + '\n/* a fix */\n');
+    const fixed = sum(proj);
+    expect(fixed).not.toBe(before);
+    rmSync(c);
+    expect([before, fixed]).not.toContain(sum(proj)); // a file gone counts too
+  });
+
+  it('ensure_vendored_addons_current rebuilds the vendored addons only when their sources changed (FakeNpm)', () => {
+    const proj = path.join(tmp, 'vendored-rebuild');
+    for (const a of ['naudiodon2', 'speaker-sys']) {
+      for (const f of ['src', 'binding.gyp', 'package.json']) cpSync(path.join(ROOT, 'vendor', a, f), path.join(proj, 'vendor', a, f), { recursive: true });
+    }
+    mkdirSync(path.join(proj, 'node_modules'), { recursive: true });
+    const log = path.join(tmp, 'fake-npm.log');
+    const bin = executableDir(path.join(tmp, 'fake-npm-bin'), 'npm', `#!/bin/sh\necho "npm $* build_from_source=$npm_config_build_from_source cwd=$PWD" >> ${JSON.stringify(log)}\n[ -z "$FAKE_NPM_FAIL" ]\n`);
+    const ensure = (env: NodeJS.ProcessEnv = {}) => {
+      rmSync(log, { force: true });
+      const r = check(`ensure_vendored_addons_current ${JSON.stringify(proj)}`, { PATH: `${bin}:${process.env.PATH}`, ...env });
+      return { ...r, calls: existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [] };
+    };
+    // never recorded here (an install from before the record was kept): rebuilt once, and recorded
+    const first = ensure();
+    expect([first.status, first.continued]).toEqual([0, true]);
+    expect(first.calls).toEqual([`npm rebuild naudiodon2 speaker-sys --no-audit --no-fund build_from_source=true cwd=${proj}`]);
+    expect(first.stdout).toContain('rebuilding naudiodon2 speaker-sys (no record of the sources they were built from)');
+    expect(ensure().calls).toEqual([]);
+    // an update changes a C source (not the lockfile): rebuilt once
+    writeFileSync(path.join(proj, 'vendor/speaker-sys/src/node_preload.c'), '/* changed */\n');
+    // a build that fails is not recorded: it returns non-zero and the next run tries again
+    const failed = ensure({ FAKE_NPM_FAIL: '1' });
+    expect(failed.calls).toHaveLength(1);
+    expect(failed.stdout).toContain('rebuilding naudiodon2 speaker-sys (their sources changed since they were built)');
+    expect(failed.status).not.toBe(0);
+    expect(ensure().calls).toHaveLength(1);
+    expect(ensure().calls).toEqual([]);
   });
 });

@@ -1,31 +1,7 @@
 // A bare agent process for the benchmark and process-level tests: settings from config + SPEAKER_AGENT_*
 // variables, identity from the state dir (created if missing), the real audio backend and mixer, JSON log lines
 // on stdout. The CLI (`speaker-agent run`) is the product's entry point; this keeps the measurement free of it.
-import { SpeakerAgent } from '../../src/agent/agent.js';
-import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
-import { ensureIdentity } from '../../src/agent/identity.js';
-import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
-import { loadSettings, requireServerSettings } from '../../src/agent/settings.js';
-import { createLogger } from '../../src/common/logger.js';
-import { startAgentMemoryKeeper } from '../../src/cli/daemon.js';
+import { smallBufferPool } from '../../src/common/bufferPool.js';
 
-const { settings, stateDir } = loadSettings();
-requireServerSettings(settings);
-const logger = createLogger({ level: settings.log.level, name: 'speaker-agent' });
-const { identity } = await ensureIdentity(stateDir);
-const agent = new SpeakerAgent({
-  settings,
-  identity,
-  audio: new PortAudioBackend(),
-  mixer: new AmixerMixer({ card: settings.mixer.card, control: settings.mixer.control }),
-  logger,
-});
-await agent.start();
-startAgentMemoryKeeper(agent, logger); // as the daemon runs it
-const stop = () =>
-  void agent
-    .stop()
-    .catch((err: unknown) => logger.error({ err }, 'stop failed'))
-    .finally(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+smallBufferPool(); // first, as src/cli/main.ts does: before the agent's modules make their Buffers
+await import('./agentProcessRun.js');
