@@ -269,6 +269,25 @@ export const PATCHES = [
     from: 'var SCTP_RTO_INITIAL = 3;\n',
     to: 'var SCTP_RTO_INITIAL = 1; // speaker-agent patch: SCTP retransmission, resend a lost handshake after 1 s as WebRTC\'s own SCTP does\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A TURN server that does not answer (down, blocked, wrong credentials): werift opens a socket for the ' +
+      'allocation and, when the allocation fails, leaves it open; it is in no list the peer connection closes. One ' +
+      'socket per call attempt, for as long as the process runs: with a service whose TURN server is gone the ' +
+      'agent retries every 30-60 s and runs out of file descriptors (the unit\'s LimitNOFILE) in days, and then ' +
+      'nothing, not even the call once the server is back, can open a socket. The failed allocation now closes ' +
+      'its transport (test/agent/transport/turnLeak.test.ts).',
+    from: '  await turn.connectionMade();\n  return turn;\n',
+    to:
+      '  try { // speaker-agent patch: a failed TURN allocation closes its socket\n' +
+      '    await turn.connectionMade();\n' +
+      '  } catch (e) {\n' +
+      '    await turn.close().catch(() => void 0);\n' +
+      '    throw e;\n' +
+      '  }\n' +
+      '  return turn;\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

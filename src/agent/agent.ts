@@ -26,6 +26,10 @@ import { isDeviceFunction } from '../protocol/functions.js';
 // card's (synchronous) opening and delay the first call by ~0.4 s (bench agent-call).
 import { WebrtcTransport } from './transport/webrtcTransport.js';
 
+/** how far before the end of a wake word its start lies, about (flite's "hey jarvis" is 0.7-0.9 s long): the
+ *  speaker heard anywhere in it makes the wake word suspect (onWake) */
+const WAKE_PHRASE_SPAN_MS = 1_000;
+
 export type AgentState = 'connecting' | 'connected' | 'backoff' | 'stopped';
 
 export interface TranscriptEntry {
@@ -56,6 +60,13 @@ export interface AgentStatus {
   echoCanceller: AecStats | null;
   /** issue #16: the listening state (the LED's), the mode, the privacy mute, the wake word engine */
   listening: ListeningStatus;
+}
+
+/** What setMicMuted did besides muting: whether the state is kept across a restart (mic.json written). */
+export interface MicMuteResult {
+  kept: boolean;
+  /** why not */
+  problem?: string;
 }
 
 export interface ListeningStatus {
@@ -129,7 +140,7 @@ export class SpeakerAgent extends EventEmitter {
   /** where the wake gate's pre-roll starts when the next change opens it (set by a wake event) */
   private preRollFromNs: bigint | undefined;
   private micMuted: boolean;
-  private muteQueue: Promise<void> = Promise.resolve();
+  private muteQueue: Promise<unknown> = Promise.resolve();
   /** hrtime (ns) of the last wake event handled and of the listening it opened, for the bench */
   readonly wakeTiming = { endedAtNs: 0n, handledAtNs: 0n };
   private status = {
@@ -186,6 +197,7 @@ export class SpeakerAgent extends EventEmitter {
     );
     try {
       const earcons = new EarconPlayer(loadEarcons(this.deps.settings.earcons));
+      const mutedAtOpen = this.micMuted;
       this.audio = await openCallAudio({
         backend: this.deps.audio,
         settings: this.deps.settings.audio,
@@ -193,12 +205,21 @@ export class SpeakerAgent extends EventEmitter {
         listening: {
           preRollMs: this.deps.settings.listening.preRollMs,
           gateOpen: false,
-          microphoneMuted: this.micMuted,
+          microphoneMuted: mutedAtOpen,
           earcons,
           onServiceAudio: (audible) => this.listening.playback(audible),
         },
       });
-      if (this.micMuted) this.log.info('privacy mute is on (kept from before): the microphone is not opened');
+      if (mutedAtOpen) this.log.info('privacy mute is on (kept from before): the microphone is not opened');
+      // A `mic off` (or `on`) while the sound card opened (the status socket answers from the start) found no
+      // device to close: applied now, in the mute commands' order. Without this the capture device stayed open
+      // for the whole run while the status said muted.
+      const audio = this.audio;
+      const reconcile = this.muteQueue.then(async () => {
+        if (this.micMuted !== mutedAtOpen) await audio.setMicrophoneOpen(!this.micMuted);
+      });
+      this.muteQueue = reconcile.catch(() => undefined);
+      await reconcile;
       this.keepAliveTimer = everyMs(250, () => this.audio?.uplink.keepAlive());
       if (this.deps.settings.listening.mode === 'wake') void this.loadWakeEngine();
     } catch (err) {
@@ -295,20 +316,47 @@ export class SpeakerAgent extends EventEmitter {
     }
   }
 
-  /** Privacy mute: persisted first (a crash right after still finds it), then the capture device is closed. */
-  setMicMuted(muted: boolean): Promise<void> {
-    const run = async () => {
-      if (this.deps.micStateFile) await writeMicMuted(this.deps.micStateFile, muted);
-      if (muted === this.micMuted) return;
-      this.micMuted = muted;
-      this.listening.setMuted(muted); // first: nothing goes on the wire from here on
-      this.earcon(muted ? 'muted' : 'unmuted');
-      await this.audio?.setMicrophoneOpen(!muted);
-      this.log.info(muted ? 'privacy mute on: the microphone is closed' : 'privacy mute off: the microphone is open (listening for the wake word)');
+  /**
+   * Privacy mute. A mute is applied at once, then written to disk; an unmute is written first, then applied: so a
+   * card slow to write (an SD card stalled for seconds) never keeps the microphone open after `mic off`, and a
+   * crash between the two steps leaves the safe side (muted) either way. A disk that refuses the write (an SD card
+   * the kernel remounted read-only after errors, a full disk) does not stop it: the mute (or unmute) is applied
+   * all the same, and the answer says it is not kept across a restart. Before, the write came first and its
+   * error ended the command with the microphone open and sending. (An unmute not kept starts the next run muted,
+   * or as the file last said.)
+   */
+  setMicMuted(muted: boolean): Promise<MicMuteResult> {
+    const run = async (): Promise<MicMuteResult> => {
+      if (muted) await this.applyMicMuted(true);
+      const result = await this.keepMicMuted(muted);
+      if (!muted) await this.applyMicMuted(false);
+      return result;
     };
     const p = this.muteQueue.then(run);
     this.muteQueue = p.catch(() => undefined);
     return p;
+  }
+
+  private async applyMicMuted(muted: boolean): Promise<void> {
+    if (muted === this.micMuted) return;
+    this.micMuted = muted;
+    this.listening.setMuted(muted); // first: nothing goes on the wire from here on
+    this.earcon(muted ? 'muted' : 'unmuted');
+    await this.audio?.setMicrophoneOpen(!muted);
+    this.log.info(muted ? 'privacy mute on: the microphone is closed' : 'privacy mute off: the microphone is open (listening for the wake word)');
+  }
+
+  /** mic.json written; its failure is reported, not thrown */
+  private async keepMicMuted(muted: boolean): Promise<MicMuteResult> {
+    if (!this.deps.micStateFile) return { kept: true };
+    try {
+      await writeMicMuted(this.deps.micStateFile, muted);
+      return { kept: true };
+    } catch (err) {
+      const problem = `cannot write ${this.deps.micStateFile}: ${(err as Error).message}`;
+      this.log.error({ err: problem }, `privacy mute ${muted ? 'on' : 'off'} is applied but not kept across a restart`);
+      return { kept: false, problem };
+    }
   }
 
   private async loadWakeEngine(): Promise<void> {
@@ -359,6 +407,16 @@ export class SpeakerAgent extends EventEmitter {
     if (this.micMuted) return;
     if (this.listening.state === 'offline') {
       this.earcon('unreachable');
+      return;
+    }
+    // The assistant's own voice must not open the microphone: the engine hears the microphone before the
+    // half-duplex gate, so with the speaker's sound uncancelled (duplex half; auto before the canceller
+    // converged) "hey jarvis" in an answer, an announcement or a story opened listening and cut the answer.
+    // A wake word whose end or the second before it was heard so is ignored; where the echo is cancelled (auto,
+    // converged; full: the sound server's) the wake word over an answer still cuts it.
+    const agoMs = Number(process.hrtime.bigint() - e.endedAtNs) / 1e6;
+    if (this.audio && (this.audio.heardSpeakerUncancelled(agoMs) || this.audio.heardSpeakerUncancelled(agoMs + WAKE_PHRASE_SPAN_MS))) {
+      this.log.info({ phrase: e.phrase, state: this.listening.state }, 'wake word ignored: heard while the speaker played uncancelled (it may be the assistant\'s own voice)');
       return;
     }
     if (this.listening.state === 'speaking' || this.listening.state === 'thinking') {

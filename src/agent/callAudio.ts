@@ -37,6 +37,9 @@ export interface CallAudio {
   readonly earcons: EarconPlayer;
   /** privacy mute: false stops (closes) the capture device, true opens it again */
   setMicrophoneOpen(open: boolean): Promise<void>;
+  /** whether the microphone's audio captured `agoMs` ago held the speaker's sound uncancelled: the speaker played
+   *  (or its echo tail ran) while the gate was half duplex (duplex half; auto before the canceller converged) */
+  heardSpeakerUncancelled(agoMs: number): boolean;
   close(): Promise<void>;
 }
 
@@ -104,6 +107,7 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
       else await uplink.stop();
       uplink.setSink(currentSink); // stop() forgets the sink; the keep-alive still needs it while muted
     },
+    heardSpeakerUncancelled: (agoMs) => echoGate.isGated(agoMs),
     push: (p, ns) => downlink.push(p, ns),
     resetDownlink: () => downlink.resetStream(),
     close: async () => {

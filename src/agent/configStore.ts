@@ -2,7 +2,9 @@
 // change the configuration (enroll) load it; the daemon reads the same plain JSON file with readConfigFile
 // (settings.ts), which keeps conf and its schema validator (ajv) out of the daemon: ~5 MB of resident memory.
 import Conf from 'conf';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { jsonSyntaxError } from '../common/jsonSyntax.js';
 import { AgentError } from './errors.js';
 import { CONFIG_FILE_NAME } from './settings.js';
 
@@ -17,11 +19,21 @@ export function openConfigStore(configDir: string): Conf<Record<string, unknown>
       projectSuffix: '',
     });
   } catch (err) {
+    const file = path.join(configDir, CONFIG_FILE_NAME);
     throw new AgentError(
       'config_invalid',
-      `cannot read the configuration ${path.join(configDir, CONFIG_FILE_NAME)}: ${(err as Error).message}. ` +
+      `cannot read the configuration ${file}: ${err instanceof SyntaxError ? syntaxOf(err, file) : (err as Error).message}. ` +
         'Fix or remove the file (it is JSON), then start again.',
       { cause: err },
     );
+  }
+}
+
+/** conf's JSON.parse error quotes the file around the mistake, and the file holds the workspace key */
+function syntaxOf(err: SyntaxError, file: string): string {
+  try {
+    return jsonSyntaxError(err, readFileSync(file, 'utf8'));
+  } catch {
+    return 'not valid JSON';
   }
 }

@@ -110,6 +110,14 @@ async function keepOldIdentity(stateDir: string): Promise<string | undefined> {
   try {
     await fs.copyFile(file, aside, fsc.COPYFILE_EXCL);
     await fs.chmod(aside, 0o600);
+    // on disk before the new identity replaces the old (saveIdentity syncs its own file and the directory): a
+    // power cut between the two must not leave only an empty copy of the secret the server still knows
+    const fh = await fs.open(aside, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     return aside;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;

@@ -108,8 +108,9 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     commands: {
       listen: () => ({ ok: o.agent.listen(), listening: o.agent.listeningStatus() }),
       stop: () => (o.agent.stopListening(), { ok: true, listening: o.agent.listeningStatus() }),
-      micOff: async () => (await o.agent.setMicMuted(true), { ok: true, listening: o.agent.listeningStatus() }),
-      micOn: async () => (await o.agent.setMicMuted(false), { ok: true, listening: o.agent.listeningStatus() }),
+      // applied even when mic.json cannot be written; `kept` says whether it survives a restart
+      micOff: async () => ({ ok: true, ...(await o.agent.setMicMuted(true)), listening: o.agent.listeningStatus() }),
+      micOn: async () => ({ ok: true, ...(await o.agent.setMicMuted(false)), listening: o.agent.listeningStatus() }),
     },
   });
   await o.agent.start(); // opens the sound card: an AgentError('audio') here is a start failure

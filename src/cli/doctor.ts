@@ -86,6 +86,15 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
           category: 'config',
         };
       }
+      if (loaded.unknownKeys.length) {
+        return {
+          name: 'config',
+          status: 'warn',
+          detail: `${loaded.configPath}: server ${s.url}; settings it does not know, ignored: ${loaded.unknownKeys.join(', ')}`,
+          fix: 'check their spelling against the README (Configuration); remove the ones you do not need',
+          category: 'config',
+        };
+      }
       return { name: 'config', status: 'pass', detail: `${loaded.configPath}: server ${s.url}` };
     }),
   );

@@ -39,6 +39,9 @@ export async function runAgent(o: RunOptions): Promise<number> {
       : { destination: stdoutFd(), level: loaded.settings.log.level },
   );
   const print = human ? printLine : () => {};
+  if (loaded.unknownKeys.length) {
+    logger.warn({ keys: loaded.unknownKeys, file: loaded.configPath }, 'config.json has settings the agent does not know (ignored): a typo?');
+  }
   let settings: Settings = loaded.settings;
   const version = projectVersion();
 

@@ -84,8 +84,23 @@ function postTo(socketPath: string, command: string, timeoutMs: number): Promise
   });
 }
 
-/** GET /events: calls onEvent for each JSON line until the daemon goes (resolves) or signal aborts. */
-export function followEvents(candidates: string[], onEvent: (e: unknown) => void, signal?: AbortSignal): Promise<{ socketPath: string }> {
+/** What every line of GET /events has (statusServer.ts): the fields `status --follow` prints. */
+export interface FollowedEvent {
+  state: string;
+  at: string;
+  reason?: string;
+  micOnWire?: boolean;
+}
+
+function isFollowedEvent(v: unknown): v is FollowedEvent {
+  const e = v as Partial<FollowedEvent> | null;
+  return typeof e === 'object' && e !== null && typeof e.state === 'string' && typeof e.at === 'string';
+}
+
+/** GET /events: calls onEvent for each JSON line until the daemon goes (resolves) or signal aborts. A line that is
+ *  not a listening event (`--socket` naming some other server's socket) rejects with AgentError('internal'): it
+ *  was an uncaught exception in the stream's handler, a stack trace to the user. */
+export function followEvents(candidates: string[], onEvent: (e: FollowedEvent) => void, signal?: AbortSignal): Promise<{ socketPath: string }> {
   return (async () => {
     const tried: string[] = [];
     for (const socketPath of candidates) {
@@ -103,7 +118,18 @@ export function followEvents(candidates: string[], onEvent: (e: unknown) => void
             while ((nl = buf.indexOf('\n')) >= 0) {
               const line = buf.slice(0, nl);
               buf = buf.slice(nl + 1);
-              if (line.trim()) onEvent(JSON.parse(line));
+              if (!line.trim()) continue;
+              let ev: unknown;
+              try {
+                ev = JSON.parse(line);
+              } catch {
+                /* below */
+              }
+              if (!isFollowedEvent(ev)) {
+                req.destroy();
+                return reject(new AgentError('internal', `${socketPath} is not a speaker-agent status socket: GET /events sent a line that is not a listening event`));
+              }
+              onEvent(ev);
             }
           });
           res.on('end', () => resolve({ ok: true }));

@@ -11,10 +11,16 @@ export * from 'zod/mini';
 
 // Shapes both settings schemas use (agent and companion server).
 
+/** A number, also from the text of an environment variable. Only text is converted: null, true or [5000] in a
+ *  config file are errors, where z.coerce (Number()) made them 0, 1 and 5000 (`"followUpMs": null` turned the
+ *  follow-up off without a word). */
+export function coercedNumber() {
+  return z.pipe(z.transform((v: unknown) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v)), z.number());
+}
+
 /** A whole number, also from a string (environment variables), within [min, max]. */
-export function coercedInt(min: number, max?: number) {
-  const n = z.coerce.number();
-  return max === undefined ? n.check(z.int(), z.minimum(min)) : n.check(z.int(), z.minimum(min), z.maximum(max));
+export function coercedInt(min: number, max: number) {
+  return coercedNumber().check(z.int(), z.minimum(min), z.maximum(max));
 }
 
 /** A string of at least one character. */
@@ -42,6 +48,22 @@ const envRegistry = z.registry<EnvMeta>();
 export function withEnv<T extends z.ZodMiniType>(schema: T, env: string, description: string, json?: boolean): T {
   envRegistry.add(schema, { env, description, ...(json ? { json } : {}) } as never);
   return schema;
+}
+
+/** The dotted keys of `value` that `schema` does not know (an object schema ignores them): a typo such as
+ *  "workspacekey" vanished without a word, and the agent said the key was missing. */
+export function unknownKeys(schema: z.ZodMiniType, value: unknown, prefix = ''): string[] {
+  let def = schema._zod.def as { type: string; shape?: Record<string, z.ZodMiniType>; innerType?: z.ZodMiniType };
+  while (def.type !== 'object' && def.innerType) def = def.innerType._zod.def as typeof def; // default, prefault, optional
+  if (def.type !== 'object' || !def.shape || typeof value !== 'object' || value === null || Array.isArray(value)) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    const inner = Object.hasOwn(def.shape, k) ? def.shape[k] : undefined;
+    if (!inner) out.push(key);
+    else out.push(...unknownKeys(inner, v, key));
+  }
+  return out;
 }
 
 /** Every variable declared with withEnv inside a schema, with its dotted key, in the schema's order. */

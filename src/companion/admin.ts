@@ -16,6 +16,7 @@ import { designVoice } from './speech/voiceDesign.js';
 import { DEFAULT_STORIES, DEFAULT_VOICES } from './seedContent.js';
 import { StoryImportSchema } from './storyImport.js';
 import { CodedError } from '../common/errors.js';
+import { jsonSyntaxError } from '../common/jsonSyntax.js';
 
 export class AdminError extends CodedError<'NOT_FOUND' | 'INVALID_INPUT' | 'CONFLICT'> {
   override name = 'AdminError';
@@ -179,11 +180,17 @@ export class CompanionAdmin {
   }
 
   importStoriesFile(workspaceRef: string, file: string): StoryRow[] {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new AdminError('INVALID_INPUT', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
+    }
     let data: unknown;
     try {
-      data = JSON.parse(readFileSync(file, 'utf8'));
+      data = JSON.parse(text);
     } catch (err) {
-      throw new AdminError('INVALID_INPUT', `cannot read ${file} as JSON: ${(err as Error).message}`, { cause: err });
+      throw new AdminError('INVALID_INPUT', `cannot read ${file}: ${jsonSyntaxError(err, text)}`, { cause: err });
     }
     return this.importStories(workspaceRef, data);
   }

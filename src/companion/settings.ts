@@ -6,6 +6,7 @@ import path from 'node:path';
 import * as z from '../common/zodMini.js';
 import { envOverrides, withEnv, type EnvOverride } from '../common/zodMini.js';
 import { setPath } from '../common/setPath.js';
+import { jsonSyntaxError } from '../common/jsonSyntax.js';
 import { CodedError, type CodedErrorOptions } from '../common/errors.js';
 
 /** Two-way calls one core of the development machine holds with no late frame (bench companion-realtime, issue
@@ -17,6 +18,20 @@ const DEFAULT_MAX_CALLS = CALLS_PER_CORE * os.availableParallelism();
 // small (classic zod anywhere would put all of zod's core and locales in a chunk the agent shares).
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** A URL with a user name or password in it: refused, since a URL goes into errors (Node's fetch refuses it with
+ *  an error that quotes it whole, and an adapter's error reaches the devices) and logs; each key has its own
+ *  setting (tts.http.apiKey, the *.apiKeyEnv variables). */
+const noUserInfo = z.refine<string>((v) => !v || !hasUserInfo(v), 'a user name or password in the URL: give the key in its own setting (tts.http.apiKey, apiKeyEnv), not in the URL');
+
+function hasUserInfo(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return u.username !== '' || u.password !== '';
+  } catch {
+    return false;
+  }
+}
 
 const IceServerSchema = z.object({
   urls: z.array(z.nonEmpty()).check(z.minLength(1)),
@@ -47,7 +62,7 @@ export const CompanionSettingsSchema = z.object({
       adapter: withEnv(z._default(z.enum(['espeak', 'http']), 'espeak'), 'SPEAKER_AGENT_COMPANION_TTS_ADAPTER', 'espeak (offline, default) or http (external neural TTS server)'),
       http: z.prefault(
         z.object({
-          baseUrl: withEnv(z._default(z.string(), ''), 'SPEAKER_AGENT_COMPANION_TTS_URL', 'base URL of the external TTS server (tts.adapter=http)'),
+          baseUrl: withEnv(z._default(z.string().check(noUserInfo), ''), 'SPEAKER_AGENT_COMPANION_TTS_URL', 'base URL of the external TTS server (tts.adapter=http)'),
           apiKey: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_TTS_API_KEY', 'API key of the external TTS server'),
           timeoutMs: z._default(z.coercedInt(100, 600_000), 60_000),
         }),
@@ -88,7 +103,7 @@ export const CompanionSettingsSchema = z.object({
        *  of the widely used protocol (its GA WebRTC interface); the API key stays here, never on the device. */
       upstream: z.prefault(
         z.object({
-          url: withEnv(z.optional(z.url({ protocol: /^https?$/ })), 'SPEAKER_AGENT_COMPANION_UPSTREAM_URL', 'gateway: base URL of an upstream realtime service (e.g. https://api.openai.com)'),
+          url: withEnv(z.optional(z.url({ protocol: /^https?$/ }).check(noUserInfo)), 'SPEAKER_AGENT_COMPANION_UPSTREAM_URL', 'gateway: base URL of an upstream realtime service (e.g. https://api.openai.com)'),
           /** name of the environment variable holding the upstream API key (the key itself is never in settings) */
           apiKeyEnv: withEnv(z._default(z.nonEmpty(), 'OPENAI_API_KEY'), 'SPEAKER_AGENT_COMPANION_UPSTREAM_API_KEY_ENV', 'gateway: name of the variable holding the upstream API key'),
           model: withEnv(z._default(z.nonEmpty(), 'gpt-realtime'), 'SPEAKER_AGENT_COMPANION_UPSTREAM_MODEL', 'gateway: upstream model'),
@@ -103,7 +118,7 @@ export const CompanionSettingsSchema = z.object({
         z.object({
           /** rules: offline intent rules; openai: an OpenAI-compatible chat endpoint */
           kind: withEnv(z._default(z.enum(['rules', 'openai']), 'rules'), 'SPEAKER_AGENT_COMPANION_BRAIN', 'rules (offline) or openai (an OpenAI-compatible endpoint)'),
-          baseUrl: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_BRAIN_URL', 'base URL of the OpenAI-compatible endpoint'),
+          baseUrl: withEnv(z.optional(z.string().check(noUserInfo)), 'SPEAKER_AGENT_COMPANION_BRAIN_URL', 'base URL of the OpenAI-compatible endpoint'),
           model: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_BRAIN_MODEL', 'model name for the brain'),
           /** name of the environment variable holding the API key (the key itself is never in settings) */
           apiKeyEnv: withEnv(z.optional(z.string()), 'SPEAKER_AGENT_COMPANION_BRAIN_API_KEY_ENV', 'name of the variable holding the brain API key'),
@@ -169,7 +184,7 @@ export function loadCompanionSettings(overrides: CompanionSettingsInput = {}, en
       try {
         value = JSON.parse(v);
       } catch (err) {
-        throw new CompanionSettingsError(`${o.env} is not valid JSON: ${(err as Error).message}`, { cause: err });
+        throw new CompanionSettingsError(`${o.env}: ${jsonSyntaxError(err, v)}`, { cause: err });
       }
     }
     setPath(fromEnv, o.key, value);

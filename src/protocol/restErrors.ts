@@ -24,7 +24,6 @@ export const REST_ERRORS = {
   PAYLOAD_TOO_LARGE: { status: 413, when: 'an upload or body larger than the configured limit' },
   NOT_FOUND: { status: 404, when: 'no such route' },
   INVALID_MULTIPART: { status: 400, when: 'a multipart body that cannot be parsed: no or an invalid boundary, a truncated body' },
-  URI_TOO_LONG: { status: 414, when: 'a path parameter longer than 100 characters' },
   REQUEST_TIMEOUT: { status: 408, when: 'the request did not arrive whole in time' },
   HEADERS_TOO_LARGE: { status: 431, when: 'request headers larger than 16 KiB' },
   // voices/clone

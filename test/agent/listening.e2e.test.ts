@@ -56,14 +56,14 @@ async function speakAndCapture(hz: number, seconds: number): Promise<{ packets: 
 
 const peak = (pcm: Int16Array) => pcm.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
 
-function newAgent(): SpeakerAgent {
+function newAgent(stateFile = micFile): SpeakerAgent {
   const a = new SpeakerAgent({
     settings,
     identity,
     audio: new PortAudioBackend(),
     mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }),
     logger: createLogger({ level: 'silent' }),
-    micStateFile: micFile,
+    micStateFile: stateFile,
   });
   a.on('listening', (e: ListeningEvent) => events.push(e));
   return a;
@@ -163,5 +163,50 @@ describe('listening end to end (virtual sound card, real WebRTC, verified on the
     expect(agent.listen()).toBe(true);
     const open = await speakAndCapture(700, 1.0);
     expect(Math.abs(dominantFrequency(open.pcm, 48_000) - 700)).toBeLessThan(15);
+  }, 40_000);
+
+  it('`mic off` while the agent starts (the status socket answers before start() is done) ends with the capture device closed', async () => {
+    await agent.stop();
+    agent = newAgent();
+    // The mute is applied at once (before its file is written) and lands while the sound card opens, before the
+    // devices exist: start() applies it once they do (without that, the capture device stayed open).
+    const muting = agent.setMicMuted(true);
+    const starting = agent.start();
+    await starting;
+    await muting;
+    expect(agent.listeningStatus()).toMatchObject({ micMuted: true });
+    expect(agent.snapshot().audioDevices?.microphone).toBe('closed');
+    expect(await ourCaptureStreams()).toBe(0);
+    await agent.setMicMuted(false);
+    await until(() => agent.snapshot().audioDevices?.microphone === 'open', 10_000, 'the microphone to reopen');
+    expect(await ourCaptureStreams()).toBe(1);
+  }, 40_000);
+
+  it('regression: a state file that cannot be written (a card remounted read-only) left `mic off` undone; now muted anyway', async () => {
+    // the state "directory" is a regular file: every write fails (mkdir: EEXIST), for root too; so does the read at start,
+    // which starts the agent muted (an unreadable mic.json is the safe side)
+    const blocked = path.join(tmp, 'not-a-dir');
+    await writeFile(blocked, 'x');
+    const unwritable = path.join(blocked, 'mic.json');
+    await agent.stop();
+    agent = newAgent(unwritable);
+    await agent.start();
+    await until(() => agent.snapshot().state === 'connected', 20_000, 'the call after the restart');
+    expect(agent.listeningStatus()).toMatchObject({ state: 'muted', micMuted: true });
+
+    const on = await agent.setMicMuted(false);
+    expect(on).toMatchObject({ kept: false, problem: expect.stringMatching(/cannot write .*not-a-dir\/mic\.json: EEXIST/) });
+    await until(() => agent.snapshot().audioDevices?.microphone === 'open', 10_000, 'the microphone to reopen');
+    expect(agent.listen()).toBe(true);
+    expect(agent.listeningStatus()).toMatchObject({ state: 'listening', micOnWire: true });
+
+    const off = await agent.setMicMuted(true);
+    expect(off.kept).toBe(false);
+    expect(agent.listeningStatus()).toMatchObject({ state: 'muted', micMuted: true, micOnWire: false });
+    expect(agent.snapshot().audioDevices?.microphone).toBe('closed');
+    expect(await ourCaptureStreams()).toBe(0);
+    const { packets, pcm } = await speakAndCapture(700, 1.2);
+    expect(packets).toBeLessThanOrEqual(8);
+    expect(peak(pcm)).toBe(0);
   }, 40_000);
 });

@@ -33,26 +33,33 @@ function until(pred: () => boolean, timeoutMs: number, what: string): Promise<vo
   });
 }
 
-beforeAll(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), 'wake-e2e-'));
-  peer = new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(tmp, 'enrolled.json') });
-  await peer.start();
-  agent = new SpeakerAgent({
+/** The agent in wake mode, in its call, its engine loaded. Full duplex by default: the virtual card has no echo
+ *  path, nothing for a canceller to converge on, so its half-duplex fallback would hold the microphone while the
+ *  assistant speaks; full duplex is right for this card. */
+async function startAgent(duplex: 'full' | 'half' = 'full'): Promise<SpeakerAgent> {
+  const a = new SpeakerAgent({
     settings: parseSettings({
       server: { url: peer.url, workspaceKey: KEY },
       mixer: { card: 'default', control: VIRTUAL.mixerControl },
       listening: { mode: 'wake', followUpMs: 0 },
-      // the virtual card has no echo path: nothing for a canceller to converge on, so its half-duplex fallback
-      // would hold the microphone while the assistant speaks; full duplex is right for this card
-      audio: { duplex: 'full' },
+      audio: { duplex },
     }),
     identity: (await ensureIdentity(path.join(tmp, 'state'))).identity,
     audio: new PortAudioBackend(),
     mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }),
     logger: createLogger({ level: (process.env.SPEAKER_AGENT_TEST_E2E_LOG as 'info') ?? 'silent' }),
   });
-  await agent.start();
-  await until(() => agent.snapshot().state === 'connected' && agent.listeningStatus().wakeWord.engine !== 'loading', 30_000, 'the call and the engine');
+  agent = a;
+  await a.start();
+  await until(() => a.snapshot().state === 'connected' && a.listeningStatus().wakeWord.engine !== 'loading', 30_000, 'the call and the engine');
+  return a;
+}
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'wake-e2e-'));
+  peer = new TestAssistantPeerProcess({ workspaceKey: KEY, enrollmentFile: path.join(tmp, 'enrolled.json') });
+  await peer.start();
+  await startAgent();
 }, 60_000);
 
 afterAll(async () => {
@@ -104,13 +111,51 @@ describe('the wake word opens the microphone with its pre-roll (real engine, ver
   }, 30_000);
 });
 
-describe('the wake word over an answer, and an engine that crashes (real engine)', () => {
-  const phraseWav = async (): Promise<string> => {
-    const f = path.join(tmp, 'phrase-only.wav');
-    await run('flite', ['-voice', 'slt', '-t', 'hey jarvis', '-o', f]);
-    return f;
-  };
+const phraseWav = async (): Promise<string> => {
+  const f = path.join(tmp, 'phrase-only.wav');
+  await run('flite', ['-voice', 'slt', '-t', 'hey jarvis', '-o', f]);
+  return f;
+};
 
+describe('the speaker\'s own sound does not open the microphone (half duplex: nothing cancels it)', () => {
+  it('regression: "hey jarvis" in the answer, heard by the microphone, opened listening and cut the answer; now only after it', async () => {
+    await agent.stop();
+    const half = await startAgent('half');
+    try {
+      const phraseFile = await phraseWav();
+      const w = decodeWav(await readFile(phraseFile));
+      const phrase = resample(w.pcm, w.sampleRate, 48_000);
+      // the answer: 4 s of a quiet tone with the phrase in it (the assistant saying "hey jarvis")
+      const answer = sineWave(300, 48_000, 4, 0.05);
+      for (let i = 0; i < phrase.length && 24_000 + i < answer.length; i++) answer[24_000 + i] += phrase[i];
+      const opened: string[] = [];
+      const onListening = (e: ListeningEvent) => e.state === 'listening' && opened.push(`${e.previous} -> listening (${e.reason})`);
+      half.on('listening', onListening);
+      const from = peer.events.length;
+      await peer.sendEvent({ type: 'response.created', response: { id: 'resp_self' } });
+      void peer.playTone(answer);
+      await until(() => half.listening.state === 'speaking', 5_000, 'the answer to be heard');
+      // the microphone hears what the speaker says (the virtual card has no echo path: played into it here)
+      await new Promise((r) => setTimeout(r, 400));
+      await run('paplay', ['-d', VIRTUAL.micSink, phraseFile], { env: process.env });
+      await new Promise((r) => setTimeout(r, 2_500)); // the engine has long decided (~0.3 s after the phrase)
+      expect(opened).toEqual([]);
+      expect(peer.events.slice(from).some((e) => e.raw.includes('"response.cancel"'))).toBe(false);
+      await peer.sendEvent({ type: 'response.done', response: { id: 'resp_self', status: 'completed' } });
+      await until(() => half.listening.state === 'idle', 8_000, 'the answer to end');
+      // the same phrase with the speaker silent is the user's: it opens listening
+      await run('paplay', ['-d', VIRTUAL.micSink, phraseFile], { env: process.env });
+      await until(() => opened.length > 0, 5_000, 'the wake word after the answer');
+      expect(opened[0]).toBe('idle -> listening (wake)');
+      half.off('listening', onListening);
+    } finally {
+      await agent.stop();
+      await startAgent('full');
+    }
+  }, 90_000);
+});
+
+describe('the wake word over an answer, and an engine that crashes (real engine)', () => {
   it('the wake word said while the assistant speaks cuts the answer (response.cancel) and opens listening', async () => {
     agent.stopListening();
     await until(() => agent.listening.state === 'idle', 5_000, 'idle');

@@ -53,6 +53,64 @@ describe('settings', () => {
     expect(await readFile(path.join(dir, 'config.json'), 'utf8')).toBe('{"server": {"url": ');
   });
 
+  it('regression: a key left unquoted in config.json was quoted in the error (journal, doctor --json); now line and column', async () => {
+    const dir = await tmp();
+    const secret = 'wk_4f9a1c2e8b7d6a5f';
+    await writeFile(path.join(dir, 'config.json'), `{\n  "server": {\n    "url": "http://hub:8787",\n    "workspaceKey": ${secret}\n  }\n}\n`);
+    const messages: string[] = [];
+    for (const read of [() => loadSettings({ configDir: dir, env: {} }), () => openConfigStore(dir)]) {
+      let err: AgentError | undefined;
+      try {
+        read();
+      } catch (e) {
+        err = e as AgentError;
+      }
+      expect(err?.code).toBe('config_invalid');
+      messages.push(err!.message, JSON.stringify(err));
+    }
+    for (const m of messages) expect(m).not.toMatch(/wk_|4f9a1c2/);
+    expect(messages[0]).toContain('not valid JSON: unexpected character at line 4, column 21');
+    expect(messages[2]).toContain('not valid JSON: unexpected character at line 4, column 21');
+  });
+
+  it('regression: null, true or [5000] in config.json were read as 0, 1 and 5000 (Number()); only text is converted', async () => {
+    const dir = await tmp();
+    for (const [listening, key] of [
+      [{ followUpMs: null }, 'listening.followUpMs'],
+      [{ wakeSensitivity: false }, 'listening.wakeSensitivity'],
+      [{ silenceMs: [9000] }, 'listening.silenceMs'],
+      [{ wakeSensitivity: '' }, 'listening.wakeSensitivity'],
+    ] as const) {
+      await writeFile(path.join(dir, 'config.json'), JSON.stringify({ listening }));
+      expect(() => loadSettings({ configDir: dir, env: {} }), JSON.stringify(listening)).toThrow(new RegExp(`${key.replace('.', '\\.')}: .*expected number`));
+    }
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify({ listening: { followUpMs: '2500', wakeSensitivity: 0.25 } }));
+    expect(loadSettings({ configDir: dir, env: {} }).settings.listening).toMatchObject({ followUpMs: 2500, wakeSensitivity: 0.25 });
+    expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_WAKE_SENSITIVITY: ' ' } })).toThrow(/listening\.wakeSensitivity/);
+    expect(loadSettings({ configDir: dir, env: { SPEAKER_AGENT_WAKE_SENSITIVITY: '0.7' } }).settings.listening.wakeSensitivity).toBe(0.7);
+  });
+
+  it('regression: a reconnect delay over setTimeout\'s limit fired after 1 ms (a rejected device asked again and again); now bounded', async () => {
+    const dir = await tmp();
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify({ reconnect: { authRejectedDelayMs: 3_000_000_000, maxDelayMs: 2 ** 31 } }));
+    expect(() => loadSettings({ configDir: dir, env: {} })).toThrow(/reconnect\.maxDelayMs: Too big[\s\S]*reconnect\.authRejectedDelayMs: Too big/);
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify({ reconnect: { authRejectedDelayMs: 86_400_000, maxDelayMs: 3_600_000 } }));
+    expect(loadSettings({ configDir: dir, env: {} }).settings.reconnect).toMatchObject({ authRejectedDelayMs: 86_400_000, maxDelayMs: 3_600_000 });
+  });
+
+  it('regression: a misspelt key vanished (the agent said no key was set); keys the schema does not know are named', async () => {
+    const dir = await tmp();
+    await writeFile(
+      path.join(dir, 'config.json'),
+      JSON.stringify({ server: { url: 'https://voice.example.com', workspacekey: 'k' }, listening: { wakeSensitivty: 0.7, mode: 'wake' }, colour: 'red', reconnect: {} }),
+    );
+    const r = loadSettings({ configDir: dir, env: {} });
+    expect(r.unknownKeys).toEqual(['server.workspacekey', 'listening.wakeSensitivty', 'colour']);
+    expect(r.settings.server.workspaceKey).toBe('');
+    await writeFile(path.join(dir, 'config.json'), JSON.stringify({ server: { url: 'https://voice.example.com', workspaceKey: 'k' }, mixer: { control: 'PCM' } }));
+    expect(loadSettings({ configDir: dir, env: {} }).unknownKeys).toEqual([]);
+  });
+
   it('invalid values name the setting', async () => {
     const dir = await tmp();
     expect(() => loadSettings({ configDir: dir, env: { SPEAKER_AGENT_DUPLEX: 'sometimes' } })).toThrow(/audio\.duplex/);

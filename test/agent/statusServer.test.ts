@@ -16,6 +16,9 @@ afterEach(async () => {
   server = undefined;
 });
 
+/** the daemon's events carry the time of the change (daemon.ts, ListeningEvent) */
+const AT = '2026-11-29T04:40:00.000Z';
+
 function rig() {
   const bus = new EventEmitter();
   const calls: string[] = [];
@@ -30,7 +33,7 @@ function rig() {
         socketPath,
         snapshot: () => ({ state }),
         events: {
-          current: () => ({ state, reason: 'current' }),
+          current: () => ({ state, reason: 'current', at: AT }),
           subscribe: (send) => {
             bus.on('e', send);
             return () => bus.off('e', send);
@@ -71,10 +74,10 @@ describe('status socket: state stream and commands', () => {
       if (got.length === 3) stop.abort();
     }, stop.signal);
     for (let i = 0; i < 100 && r.bus.listenerCount('e') === 0; i++) await new Promise((res) => setTimeout(res, 10));
-    r.bus.emit('e', { state: 'listening', reason: 'wake' });
-    r.bus.emit('e', { state: 'thinking', reason: 'speech_stopped' });
+    r.bus.emit('e', { state: 'listening', reason: 'wake', at: AT });
+    r.bus.emit('e', { state: 'thinking', reason: 'speech_stopped', at: AT });
     await done;
-    expect(got).toEqual([{ state: 'idle', reason: 'current' }, { state: 'listening', reason: 'wake' }, { state: 'thinking', reason: 'speech_stopped' }]);
+    expect(got).toEqual([{ state: 'idle', reason: 'current', at: AT }, { state: 'listening', reason: 'wake', at: AT }, { state: 'thinking', reason: 'speech_stopped', at: AT }]);
     for (let i = 0; i < 100 && r.bus.listenerCount('e') > 0; i++) await new Promise((res) => setTimeout(res, 10));
     expect(r.bus.listenerCount('e')).toBe(0); // unsubscribed when the client went
   });
@@ -99,6 +102,26 @@ describe('status socket: state stream and commands', () => {
       expect(res.body).toContain('POST /listen');
     }
     expect(r.calls).toEqual([]);
+  });
+
+  it('regression: `status --follow --socket` at some other server threw from the stream handler (a stack trace); now a clear error', async () => {
+    for (const body of ['hello, this is not JSON\n', '{"ok":true}\n']) {
+      const socketPath = path.join(mkdtempSync(path.join(os.tmpdir(), 'status-')), 'other.sock');
+      const other = http.createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write(body); // and keeps the stream open, as an event stream would
+      });
+      await new Promise<void>((r) => other.listen(socketPath, r));
+      try {
+        const seen: unknown[] = [];
+        const err = await followEvents([socketPath], (e) => seen.push(e)).catch((e: unknown) => e);
+        expect(err).toMatchObject({ code: 'internal', message: expect.stringContaining(`${socketPath} is not a speaker-agent status socket`) });
+        expect(seen).toEqual([]);
+      } finally {
+        other.closeAllConnections();
+        await new Promise((r) => other.close(r));
+      }
+    }
   });
 
   it('no daemon: the client says the agent is not running (exit code network)', async () => {

@@ -2,6 +2,10 @@
 // usage errors, devices, volume (real amixer on the PulseAudio card), test-speaker (recorded from the
 // speaker's monitor), test-mic (a tone played into the virtual microphone). Each with and without --json.
 // Each test spawns several real processes (~1-3 s each on a loaded machine): hence the longer timeouts.
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { playIntoSink, startRecording, tone, toneFraction, rms } from '../support/audioCapture.js';
 import { deviceDirs, json, runCli, type DeviceDirs } from '../support/cli.js';
@@ -12,6 +16,18 @@ beforeAll(() => {
   dev = deviceDirs();
 });
 afterAll(() => dev.remove());
+
+/** Runs `fn` with a fresh device whose config.json holds `text`, removed afterwards. */
+async function withConfigFile(text: string, fn: (d: DeviceDirs) => Promise<void>): Promise<void> {
+  const d = deviceDirs();
+  try {
+    mkdirSync(d.configDir, { recursive: true });
+    writeFileSync(path.join(d.configDir, 'config.json'), text);
+    await fn(d);
+  } finally {
+    d.remove();
+  }
+}
 
 describe('speaker-agent: help, usage and exit codes', () => {
   it('--help lists every command and the exit codes', async () => {
@@ -37,21 +53,55 @@ describe('speaker-agent: help, usage and exit codes', () => {
     expect((await runCli(['volume', '--no-such-option'], dev.env)).code).toBe(2);
   }, 120_000);
 
-  it('a corrupt config.json exits 3 with the file named, as JSON on stderr with --json', async () => {
-    const bad = deviceDirs();
+  it('regression: number and choice options took any text (`run --demo-timeout abc`: a 1 ms timer, a failed demo); now exit 2', async () => {
+    for (const [args, expected] of [
+      [['run', '--demo-timeout', 'abc'], /'--demo-timeout <s>' argument 'abc' is invalid\. expected a number from 1 to 3600/],
+      [['run', '--demo-timeout', '-5'], /expected a number from 1 to 3600/],
+      [['run', '--virtual-audio', 'bogus'], /Allowed choices are auto, always, never/],
+      [['say', '--speed', 'fast', 'hello'], /'--speed <n>' argument 'fast' is invalid\. expected a number above 0/],
+      [['companion', 'serve', '--port', '70000'], /expected a whole number from 0 to 65535/],
+    ] as const) {
+      const r = await runCli([...args], dev.env);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(expected);
+    }
+  }, 120_000);
+
+  it('regression: `status [--follow] --socket` at some other server crashed (an uncaught TypeError); now it says what the socket is not', async () => {
+    const socketPath = path.join(mkdtempSync(path.join(os.tmpdir(), 'other-')), 'other.sock');
+    const other = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}\n');
+    });
+    await new Promise<void>((r) => other.listen(socketPath, r));
     try {
-      const { mkdirSync, writeFileSync } = await import('node:fs');
-      mkdirSync(bad.configDir, { recursive: true });
-      writeFileSync(`${bad.configDir}/config.json`, '{ not json');
+      for (const args of [['status', '--socket', socketPath], ['status', '--follow', '--socket', socketPath]]) {
+        const r = await runCli(args, dev.env);
+        expect(r.code, args.join(' ')).toBe(1);
+        expect(r.stderr, args.join(' ')).toBe(`speaker-agent: ${socketPath} is not a speaker-agent status socket: ${args[1] === '--follow' ? 'GET /events sent a line that is not a listening event' : "GET /status answered JSON that is not an agent's status"}\n`);
+      }
+    } finally {
+      other.close();
+    }
+  }, 120_000);
+
+  it('doctor names settings of config.json the agent does not know (a misspelt key vanished before), as a warning', async () => {
+    await withConfigFile(JSON.stringify({ server: { url: 'http://127.0.0.1:9', workspaceKey: 'k', appsource: 'x' }, colour: 'red' }), async (typo) => {
+      const r = await runCli(['doctor', '--json', '--skip-call', '--skip-echo'], typo.env, 60_000);
+      const config = json<{ checks: { name: string; status: string; detail: string }[] }>(r).checks.find((c) => c.name === 'config');
+      expect(config).toMatchObject({ status: 'warn', detail: expect.stringMatching(/settings it does not know, ignored: server\.appsource, colour$/) });
+    });
+  }, 120_000);
+
+  it('a corrupt config.json exits 3 with the file named, as JSON on stderr with --json', async () => {
+    await withConfigFile('{ not json', async (bad) => {
       const r = await runCli(['volume', '--json'], bad.env);
       expect(r.code).toBe(3);
       expect(r.stdout).toBe('');
       const err = JSON.parse(r.stderr.trim().split('\n').pop()!) as { error: { code: string; message: string } };
       expect(err.error.code).toBe('config_invalid');
       expect(err.error.message).toContain('config.json');
-    } finally {
-      bad.remove();
-    }
+    });
   }, 120_000);
 });
 

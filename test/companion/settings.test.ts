@@ -57,4 +57,31 @@ describe('loadCompanionSettings', () => {
     expect(bad).toThrow(/port[\s\S]*enrollment|enrollment[\s\S]*port/);
     expect(() => loadCompanionSettings({}, { SPEAKER_AGENT_COMPANION_ICE_SERVERS: '[{' })).toThrow(/not valid JSON/);
   });
+
+  it('regression: a TURN credential left unquoted was quoted in the error; now its place only', () => {
+    const ice = '[{"urls":["turn:turn.example:3478"],"username":"u","credential": s3cr3t-turn-pass}]';
+    expect(() => loadCompanionSettings({}, { SPEAKER_AGENT_COMPANION_ICE_SERVERS: ice })).toThrow(
+      'SPEAKER_AGENT_COMPANION_ICE_SERVERS: not valid JSON: unexpected character at line 1, column 66',
+    );
+    expect(() => loadCompanionSettings({}, { SPEAKER_AGENT_COMPANION_ICE_SERVERS: ice })).not.toThrow(/s3cr3t/);
+  });
+
+  it('regression: a user name or password in a service URL reached errors sent to devices; such URLs are refused', () => {
+    for (const [env, key] of [
+      ['SPEAKER_AGENT_COMPANION_TTS_URL', 'tts.http.baseUrl'],
+      ['SPEAKER_AGENT_COMPANION_UPSTREAM_URL', 'realtime.upstream.url'],
+      ['SPEAKER_AGENT_COMPANION_BRAIN_URL', 'realtime.brain.baseUrl'],
+    ]) {
+      const bad = () => loadCompanionSettings({}, { [env]: 'https://user:s3cr3t-tok@tts.example:5000' });
+      expect(bad, env).toThrow(new RegExp(`${key.replace(/\./g, '\\.')}: a user name or password in the URL`));
+      expect(bad, env).not.toThrow(/s3cr3t/);
+      expect(() => loadCompanionSettings({}, { [env]: 'https://tts.example:5000' }), env).not.toThrow();
+    }
+  });
+
+  it('regression: null or true for a number was read as 0 or 1; only the variables\' text is converted', () => {
+    expect(() => loadCompanionSettings({ port: null } as never, {})).toThrow(/port: .*expected number/);
+    expect(() => loadCompanionSettings({ realtime: { maxCalls: true } } as never, {})).toThrow(/realtime\.maxCalls: .*expected number/);
+    expect(loadCompanionSettings({}, { SPEAKER_AGENT_COMPANION_MAX_CALLS: '3' }).realtime.maxCalls).toBe(3);
+  });
 });

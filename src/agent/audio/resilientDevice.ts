@@ -8,6 +8,11 @@
 //
 // Cost while retrying: each attempt enumerates PortAudio devices, which blocks the event loop for ~50-100 ms
 // when no other stream is open. Backoff (up to maxBackoffMs) keeps that rare.
+//
+// A device that fails while running is reopened at once, but one that fails again soon after each reopen (a
+// wedged USB card, a sink that takes the stream and never plays it: it opens, stalls, is reopened...) is "flapping":
+// it was reopened every ~3 s for ever, two journal lines and an enumeration each time. Now its reopens back off
+// like failed opens, and from the FLAP_QUIET_AFTER-th flap on its lines go to debug until it stays open.
 import type { Logger } from '../../common/logger.js';
 import { silentLogger } from '../../common/logger.js';
 import {
@@ -18,6 +23,11 @@ import {
 } from './audioDevice.js';
 
 export type DeviceState = 'closed' | 'opening' | 'open' | 'retrying';
+
+/** open this long before failing = it was working: reopened at once; sooner = a flap, reopened with backoff */
+const STABLE_OPEN_MS = 30_000;
+/** flaps in a row after which the device's failures and reopens are logged at debug, until it stays open */
+const FLAP_QUIET_AFTER = 3;
 
 export interface ResilientDeviceOptions {
   backend: AudioBackend;
@@ -35,7 +45,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
   lastError: AudioDeviceError | undefined;
   /** Called on every state change (for the CLI's doctor/status and tests). */
   onStateChange?: (state: DeviceState, err?: AudioDeviceError) => void;
-  readonly stats = { opens: 0, failures: 0 };
+  readonly stats = { opens: 0, failures: 0, flaps: 0 };
   protected inner: D | undefined;
   protected readonly log: Logger;
   private readonly minBackoffMs: number;
@@ -46,6 +56,12 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
   private realtimeSeen: number | undefined;
   private waiters: (() => void)[] = [];
   private closing: Promise<void> | undefined;
+  /** when the device open now opened (performance.now()) */
+  private openedAt = 0;
+  /** failures in a row each less than STABLE_OPEN_MS after an open */
+  private flaps = 0;
+  /** fires once a flapping device has stayed open STABLE_OPEN_MS */
+  private stableTimer: NodeJS.Timeout | undefined;
 
   constructor(
     protected readonly opts: ResilientDeviceOptions,
@@ -107,18 +123,49 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     dev.onError = (err) => {
       if (this.inner !== dev) return;
       this.inner = undefined;
+      this.clearStableTimer();
       // PortAudio is not thread-safe: the next open waits until this close (on a pool thread) is done.
       this.closing = dev.stop().catch(() => undefined);
       // A device that was working is retried at once: most such failures are a stalled stream, which a reopen
-      // fixes (the speaker is silent until then); a card that is really gone fails fast and backs off.
-      this.failed(err, 0);
+      // fixes (the speaker is silent until then); a card that is really gone fails fast and backs off. One that
+      // fails again soon after a reopen is flapping: backed off, from minBackoffMs up.
+      if (performance.now() - this.openedAt >= STABLE_OPEN_MS) {
+        this.flaps = 0;
+        this.backoffMs = this.minBackoffMs;
+        this.failed(err, 0);
+        return;
+      }
+      this.flaps++;
+      this.stats.flaps++;
+      if (this.flaps === FLAP_QUIET_AFTER) {
+        this.log.warn(
+          { device: this.opts.deviceName, code: err.code, err: err.message, flaps: this.flaps },
+          `${this.kind} device keeps failing right after it opens (${this.flaps} times in a row); reopening every ${this.maxBackoffMs / 1000} s at most, logged again once it stays open`,
+        );
+      }
+      this.failed(err);
     };
     this.inner = dev;
     this.stats.opens++;
-    this.backoffMs = this.minBackoffMs;
-    if (this.loggedCode) this.log.info({ device: this.opts.deviceName }, `${this.kind} device is back`);
+    this.openedAt = performance.now();
+    const quiet = this.flaps >= FLAP_QUIET_AFTER;
+    if (quiet) this.log.debug({ device: this.opts.deviceName, flaps: this.flaps }, `${this.kind} device open again (flapping)`);
+    else if (this.loggedCode) this.log.info({ device: this.opts.deviceName }, `${this.kind} device is back`);
     else this.log.info({ device: this.opts.deviceName }, `${this.kind} device open`);
-    this.loggedCode = undefined;
+    if (this.flaps > 0) {
+      // the backoff of a flapping device is reset only once it has stayed open (unref'd: only a log line)
+      this.stableTimer = setTimeout(() => {
+        this.stableTimer = undefined;
+        if (this.flaps >= FLAP_QUIET_AFTER) this.log.info({ device: this.opts.deviceName, flaps: this.flaps }, `${this.kind} device has stayed open ${STABLE_OPEN_MS / 1000} s: working again`);
+        this.flaps = 0;
+        this.backoffMs = this.minBackoffMs;
+        this.loggedCode = undefined; // the next failure is news again
+      }, STABLE_OPEN_MS);
+      this.stableTimer.unref();
+    } else {
+      this.backoffMs = this.minBackoffMs;
+    }
+    if (!quiet) this.loggedCode = undefined;
     this.lastError = undefined;
     this.setState('open');
     this.opened();
@@ -131,7 +178,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     this.stats.failures++;
     this.lastError = err;
     if (this.state === 'closed') return;
-    if (this.loggedCode !== err.code) {
+    if (this.loggedCode !== err.code && this.flaps < FLAP_QUIET_AFTER) {
       this.loggedCode = err.code;
       this.log.warn(
         { device: this.opts.deviceName, code: err.code, err: err.message },
@@ -144,9 +191,16 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     if (delayMs > 0) this.backoffMs = Math.min(this.maxBackoffMs, this.backoffMs * 2);
   }
 
+  private clearStableTimer(): void {
+    if (this.stableTimer) clearTimeout(this.stableTimer);
+    this.stableTimer = undefined;
+  }
+
   protected async end(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.clearStableTimer();
+    this.flaps = 0;
     const dev = this.inner;
     this.inner = undefined;
     this.loggedCode = undefined;

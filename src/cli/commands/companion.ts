@@ -8,6 +8,7 @@ import { startMemoryKeeper } from '../../common/memoryKeeper.js';
 import { createSdNotifier, startWatchdog } from '../../common/sdNotify.js';
 import { emit, printLine, table } from '../output.js';
 import { stdoutFd } from '../stdio.js';
+import { numberIn } from '../numberOption.js';
 
 interface DataDirOpt {
   dataDir?: string;
@@ -65,7 +66,7 @@ Examples:
       .command('serve', { isDefault: true })
       .description('run the companion server (default subcommand)')
       .option('--host <addr>', 'listen address (default 127.0.0.1; 0.0.0.0 for the LAN)')
-      .option('--port <n>', 'listen port (default 8787)', (v) => Number(v)),
+      .option('--port <n>', 'listen port (default 8787; 0 = any free port)', numberIn(0, 65_535, { integer: true })),
   ).action(async (o: DataDirOpt & { host?: string; port?: number }) => {
     const m = await companionModules();
     const { startCompanionServer } = await import('../../companion/server.js');

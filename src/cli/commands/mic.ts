@@ -23,7 +23,7 @@ export function registerMic(program: Command): void {
       const loaded = settings();
       const candidates = o.socket ? [o.socket] : statusSocketCandidates(loaded.stateDir);
       const file = micStatePath(loaded.stateDir);
-      let result: { micMuted: boolean; running: boolean; state?: string };
+      let result: { micMuted: boolean; running: boolean; state?: string; kept?: boolean; problem?: string };
       try {
         if (action === undefined) {
           const { status } = await readStatus(candidates);
@@ -31,8 +31,9 @@ export function registerMic(program: Command): void {
           result = { micMuted: l?.micMuted ?? readMicMuted(file).muted, running: true, state: l?.state };
         } else {
           const { answer } = await sendCommand(candidates, action === 'off' ? '/mic/off' : '/mic/on');
-          const l = (answer as { listening: ListeningStatus }).listening;
-          result = { micMuted: l.micMuted, running: true, state: l.state };
+          const a = answer as { listening: ListeningStatus; kept?: boolean; problem?: string };
+          result = { micMuted: a.listening.micMuted, running: true, state: a.listening.state };
+          if (a.kept === false) Object.assign(result, { kept: false, problem: a.problem });
         }
       } catch (err) {
         if (!(err instanceof AgentError) || err.code !== 'network' || o.socket) throw err;
@@ -40,7 +41,8 @@ export function registerMic(program: Command): void {
         result = { micMuted: action === undefined ? readMicMuted(file).muted : action === 'off', running: false };
       }
       emit(o, result, (r) =>
-        `microphone ${r.micMuted ? 'MUTED (not read, nothing sent)' : 'on'}${r.running ? '' : ' (the agent is not running; it starts so)'}`,
+        `microphone ${r.micMuted ? 'MUTED (not read, nothing sent)' : 'on'}${r.running ? '' : ' (the agent is not running; it starts so)'}` +
+          (r.kept === false ? `\nnot kept across a restart: ${r.problem ?? 'the state file could not be written'}` : ''),
       );
     });
 }

@@ -2,7 +2,8 @@
 // On a machine with nothing set up it brings what is missing: a local companion server (no server
 // configured) and the virtual sound card (no sound card, no sound server). `--demo` adds a scripted user.
 // The implementation (src/cli/runAgent.ts) is loaded only when the command runs: WebRTC is heavy to import.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { numberIn } from '../numberOption.js';
 import type { RunOptions } from '../runAgent.js';
 
 export function registerRun(program: Command): void {
@@ -13,8 +14,8 @@ export function registerRun(program: Command): void {
     .option('--no-demo', 'no scripted user, even on the virtual sound card')
     .option('--conversation', 'show the conversation on the terminal (logs go to stderr)')
     .option('--no-companion', 'never start a local companion server, even when no server is configured')
-    .option('--virtual-audio <mode>', 'auto (when there is no sound card) | always | never', 'auto')
-    .option('--demo-timeout <s>', 'seconds the demo may take', (v) => Number(v), 90)
+    .addOption(new Option('--virtual-audio <mode>', 'auto (when there is no sound card) | always | never').choices(['auto', 'always', 'never']).default('auto'))
+    .option('--demo-timeout <s>', 'seconds the demo may take (1 to 3600)', numberIn(1, 3600), 90)
     .addHelpText(
       'after',
       `

@@ -9,6 +9,7 @@ import { printJson, printLine } from '../output.js';
 import { writeOut } from '../stdio.js';
 import { playClip } from '../player.js';
 import { listVoices } from './voices.js';
+import { positiveNumber } from '../numberOption.js';
 
 export interface SpeechResult {
   audio_url: string;
@@ -39,7 +40,7 @@ export function registerSay(program: Command): void {
     .description('speak a text through the service\'s text-to-speech (with word timestamps) on the speaker')
     .argument('<text>', 'what to say (up to 15,000 characters)')
     .option('--voice <voice_id>', 'voice to use (default: the first voice of `speaker-agent voices`)')
-    .option('--speed <n>', 'speaking speed factor', parseFloat)
+    .option('--speed <n>', 'speaking speed factor (1 = normal; the service sets the bounds)', positiveNumber)
     .option('--no-play', 'only synthesise and print, do not play')
     .option('--json', 'print the timestamped result as JSON')
     .addHelpText('after', '\nExamples:\n  speaker-agent say "Dinner is ready"\n  speaker-agent say --json --no-play "Hello there" | jq .timestamps')

@@ -1,11 +1,11 @@
 // `speaker-agent status`: the running daemon's state, read from its status socket.
 import type { Command } from 'commander';
+import { AgentError } from '../../agent/errors.js';
 import { statusSocketCandidates } from '../../agent/statusServer.js';
 import type { DaemonStatus } from '../daemonStatus.js';
 import { settings } from '../cliContext.js';
 import { emit, formatDuration } from '../output.js';
 import { followEvents, readStatus } from '../statusClient.js';
-import type { ListeningEvent } from '../../agent/agent.js';
 import { printLine } from '../output.js';
 
 function human(s: DaemonStatus, socketPath: string): string {
@@ -52,8 +52,7 @@ export function registerStatus(program: Command): void {
         process.once('SIGTERM', onSignal);
         await followEvents(
           candidates,
-          (e) => {
-            const ev = e as ListeningEvent;
+          (ev) => {
             printLine(o.json ? JSON.stringify(ev) : `${ev.at.slice(11, 23)} ${ev.state.padEnd(9)} ${ev.micOnWire ? 'mic-on-wire' : 'mic-off    '} ${ev.reason}`);
           },
           stop.signal,
@@ -63,6 +62,11 @@ export function registerStatus(program: Command): void {
         return;
       }
       const { socketPath, status } = await readStatus(candidates);
+      const st = status as Partial<DaemonStatus> | null;
+      // `--socket` at some other server's socket: its JSON has none of the fields (human() would throw on them)
+      if (typeof st?.state !== 'string' || !Array.isArray(st.lastTranscripts)) {
+        throw new AgentError('internal', `${socketPath} is not a speaker-agent status socket: GET /status answered JSON that is not an agent's status`);
+      }
       emit(o, status as DaemonStatus, (s) => human(s, socketPath));
     });
 }

@@ -24,7 +24,6 @@ export function toRestError(err: unknown): RestError {
   if (code === 'FST_ERR_CTP_INVALID_JSON_BODY' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || (err instanceof SyntaxError && status === 400)) {
     return new RestError('INVALID_REQUEST', 'the request body is not valid JSON', { cause: err });
   }
-  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return new RestError('URI_TOO_LONG', 'a path parameter is longer than 100 characters', { cause: err });
   if (status >= 400 && status < 500 && code.startsWith('FST_')) {
     return new RestError('INVALID_REQUEST', 'malformed request', { cause: err, status: status === 404 ? 404 : 400 });
   }

@@ -45,7 +45,8 @@ export class HttpTtsAdapter implements TtsAdapter {
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     const text = await res.text();
-    if (!res.ok) throw new Error(`HTTP ${res.status} from ${path}: ${text.slice(0, 200)}`);
+    // the server's own words reach the devices (ADAPTER_* detail.error): without our key, should it echo it
+    if (!res.ok) throw new Error(`HTTP ${res.status} from ${path}: ${(this.cfg.apiKey ? text.split(this.cfg.apiKey).join('[key]') : text).slice(0, 200)}`);
     return JSON.parse(text) as unknown;
   }
 

@@ -39,6 +39,20 @@ function withEnv(name: string, value: string): void {
 
 const backend = new PortAudioBackend({ stallMs: 800 });
 
+/** Starts `pb` fed with silence as the downlink keeps it (one frame queued); returns how many frames it handed. */
+async function startFed(pb: ResilientPlayback): Promise<() => number> {
+  let handed = 0;
+  pb.onHanded = () => handed++;
+  const silence = new Int16Array(960);
+  const keepFed = setInterval(() => {
+    while (pb.queuedMs < 20 && pb.state === 'open') pb.write(silence);
+  }, 10);
+  cleanups.push(async () => clearInterval(keepFed));
+  cleanups.push(() => pb.stop());
+  await pb.start();
+  return () => handed;
+}
+
 describe('ResilientPlayback', () => {
   it('retries a missing speaker until it appears, and recovers when it fails mid-stream', async () => {
     withEnv('PULSE_SINK', 'late_speaker');
@@ -100,6 +114,40 @@ describe('ResilientPlayback', () => {
   });
 });
 
+describe('ResilientPlayback on a sink that takes the stream and never plays it', () => {
+  // Regression: a device that opens and then stalls every time (a wedged USB card; here a suspended sink) was
+  // reopened at once after each stall, for ever: every ~3 s two journal lines and a device enumeration that
+  // blocks the event loop. Now the reopens of such a flapping device back off, and its lines stop after a warning.
+  it('backs off its reopens, goes quiet after the warning, and plays again once the sink plays', async () => {
+    const moduleId = await loadNullSink('wedged_speaker');
+    cleanups.push(() => pactl('unload-module', moduleId));
+    await pactl('suspend-sink', 'wedged_speaker', '1');
+    withEnv('PULSE_SINK', 'wedged_speaker');
+    const { logger, lines } = collectingLogger();
+    const pb = new ResilientPlayback({ backend, deviceName: 'default', logger, minBackoffMs: 400, maxBackoffMs: 1600 });
+    const openedAt: number[] = [];
+    pb.onStateChange = (st) => void (st === 'open' && openedAt.push(performance.now()));
+    const handed = await startFed(pb);
+    await waitUntil(() => pb.stats.flaps >= 5, 30_000, 'five flaps');
+    // the gap between two opens: the stall (the stream's start-up grace, ~3.2 s) plus the backoff, which grows:
+    // 400, 800, 1600, 1600 ms (before: no backoff, every gap the same ~3.2 s)
+    const gaps = openedAt.slice(1).map((t, i) => t - openedAt[i]);
+    const info = `gaps between opens ${gaps.map((g) => g.toFixed(0)).join(', ')} ms; log: ${lines.map((l) => l.msg).join(' | ')}`;
+    expect(gaps.at(-1)! - gaps[0], info).toBeGreaterThanOrEqual(1000);
+    // two lines per flap for the first two, then the warning, then nothing (debug is below this logger's level)
+    const warns = lines.filter((l) => l.level === 40).map((l) => l.msg);
+    expect(warns.at(-1), info).toMatch(/speaker device keeps failing right after it opens \(3 times in a row\)/);
+    expect(warns.length, info).toBeLessThanOrEqual(4);
+    const logged = lines.length;
+    await waitUntil(() => pb.stats.flaps >= 6, 10_000, 'one more flap');
+    expect(lines.length, info).toBe(logged);
+
+    await pactl('suspend-sink', 'wedged_speaker', '0');
+    const from = handed();
+    await waitUntil(() => handed() >= from + 50, 10_000, 'the speaker to play once the sink plays');
+  }, 60_000);
+});
+
 describe('ResilientPlayback after an underrun', () => {
   // Regression: after an underrun the speaker stayed silent ~1.9 s (3.3 s and more before the stall watchdog).
   // PortAudio recovers an underrun with snd_pcm_prepare, for which the ALSA pulse plugin makes a new PulseAudio
@@ -150,19 +198,11 @@ describe('ResilientPlayback after an underrun', () => {
     cleanups.push(() => mic.stop());
     await mic.start(() => undefined);
     const pb = new ResilientPlayback({ backend, deviceName: 'default', minBackoffMs: 100, maxBackoffMs: 300 });
-    let handed = 0;
-    pb.onHanded = () => handed++;
-    const silence = new Int16Array(960);
-    const keepFed = setInterval(() => {
-      while (pb.queuedMs < 20 && pb.state === 'open') pb.write(silence);
-    }, 10);
-    cleanups.push(async () => clearInterval(keepFed));
-    cleanups.push(() => pb.stop());
-    await pb.start();
+    const handed = await startFed(pb);
     const speakerIndex = (await pactl('list', 'short', 'sinks')).split('\n').find((l) => l.split('\t')[1] === 'speaker')!.split('\t')[0];
     for (let i = 0; i < 3; i++) {
-      const from = handed;
-      await waitUntil(() => handed >= from + 25, 5000, 'the speaker to play');
+      const from = handed();
+      await waitUntil(() => handed() >= from + 25, 5000, 'the speaker to play');
       const opens = pb.stats.opens;
       // Our stream: the one on "speaker" that is not the virtual card's own loopback (module-loopback's input).
       const inputs = (await pactl('list', 'sink-inputs')).split(/^Sink Input #/m).slice(1);
@@ -171,8 +211,8 @@ describe('ResilientPlayback after an underrun', () => {
       await pulseCli(`kill-sink-input ${ours[0].split('\n')[0].trim()}`);
       await waitUntil(() => pb.stats.opens > opens && pb.state === 'open', 5000, 'the speaker to reopen');
     }
-    const from = handed;
-    await waitUntil(() => handed >= from + 25, 5000, 'the speaker to play after the last reopen');
+    const from = handed();
+    await waitUntil(() => handed() >= from + 25, 5000, 'the speaker to play after the last reopen');
   }, 40_000);
 });
 

@@ -83,6 +83,9 @@ describe('stories', () => {
     });
     expect(r.json.estimated_reading_time_seconds).toBeGreaterThan(0);
     expect(restError(await api(url, 'GET', '/v1/app/stories/nope', { device: a1 }))).toEqual([404, 'STORY_NOT_FOUND']);
+    // regression: a slug over 100 characters was 414 URI_TOO_LONG, a code the spec does not have
+    expect(restError(await api(url, 'GET', `/v1/app/stories/${'s'.repeat(300)}`, { device: a1 }))).toEqual([404, 'STORY_NOT_FOUND']);
+    expect(restError(await api(url, 'POST', `/v1/app/stories/${'s'.repeat(300)}/read`, { device: a1, json: {} }))).toEqual([404, 'STORY_NOT_FOUND']);
     expect(restError(await api(url, 'GET', '/v1/app/stories/beta-only', { device: a1 }))).toEqual([404, 'STORY_NOT_FOUND']);
     expect(restError(await api(url, 'POST', '/v1/app/stories/beta-only/read', { device: a1, json: {} }))).toEqual([404, 'STORY_NOT_FOUND']);
   });

@@ -161,6 +161,8 @@ describe('POST /v1/app/text-to-speech/{voice_id}/with-timestamps', () => {
     expect(restError(await tts(a1, workspaceVoiceId, {}))).toEqual([400, 'EMPTY_TEXT']);
     expect(restError(await tts(a1, workspaceVoiceId, { text: 'a'.repeat(15_001) }))).toEqual([400, 'TEXT_TOO_LONG']);
     expect(restError(await tts(a1, 'not-a-uuid', { text: 'hello' }))).toEqual([400, 'INVALID_VOICE_ID']);
+    // regression: over 100 characters fastify answered 414 URI_TOO_LONG, a code the spec does not have
+    expect(restError(await tts(a1, 'x'.repeat(300), { text: 'hello' }))).toEqual([400, 'INVALID_VOICE_ID']);
     expect(restError(await tts(a1, randomUUID(), { text: 'hello' }))).toEqual([404, 'VOICE_NOT_FOUND']);
     expect(restError(await tts(a1, betaVoiceId, { text: 'hello' }))).toEqual([404, 'VOICE_NOT_FOUND']);
     expect(restError(await tts(a2, a1VoiceId, { text: 'hello' }))).toEqual([403, 'VOICE_NOT_AVAILABLE']);

@@ -11,13 +11,14 @@ import { api, newDevice, restError, startTestCompanion, type Device, type TestCo
 
 interface FakeNeuralTtsServer {
   url: string;
-  mode: { profiles: number; synthesize: number };
+  /** echoAuth: a failure's body quotes the request's Authorization header, as some servers' errors do */
+  mode: { profiles: number; synthesize: number; echoAuth?: boolean };
   requests: Array<{ path: string; body: Record<string, unknown>; auth?: string }>;
   close(): Promise<void>;
 }
 
 async function startFakeNeuralTts(): Promise<FakeNeuralTtsServer> {
-  const mode = { profiles: 200, synthesize: 200 };
+  const mode: FakeNeuralTtsServer['mode'] = { profiles: 200, synthesize: 200 };
   const requests: FakeNeuralTtsServer['requests'] = [];
   const server: Server = createServer((req, res) => {
     let raw = '';
@@ -27,7 +28,7 @@ async function startFakeNeuralTts(): Promise<FakeNeuralTtsServer> {
       requests.push({ path: req.url ?? '', body, auth: req.headers.authorization });
       const status = req.url === '/v1/profiles' ? mode.profiles : mode.synthesize;
       if (status !== 200) {
-        res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":"model crashed"}');
+        res.writeHead(status, { 'content-type': 'application/json' }).end(mode.echoAuth ? JSON.stringify({ error: `bad credentials: ${req.headers.authorization}` }) : '{"error":"model crashed"}');
         return;
       }
       if (req.url === '/v1/profiles') {
@@ -82,6 +83,21 @@ describe('HttpTtsAdapter (external neural TTS)', () => {
     expect(restError(design)).toEqual([502, 'ADAPTER_SYNC_FAILED']);
     // nothing half-created: the failed design left no voice
     expect((await api(t.server.url, 'GET', '/v1/app/voices', { device: d })).json.voices).toHaveLength(1);
+  });
+
+  it('regression: the TTS server\'s error body went to devices whole, with our API key when it echoed it', async () => {
+    fake.mode.profiles = 401;
+    fake.mode.echoAuth = true;
+    try {
+      const r = await tts();
+      expect(restError(r)).toEqual([502, 'ADAPTER_SYNC_FAILED']);
+      const body = JSON.stringify(r.json);
+      expect(body).toContain('bad credentials: Bearer [key]');
+      expect(body).not.toContain('tts-api-key-123');
+    } finally {
+      fake.mode.echoAuth = false;
+      fake.mode.profiles = 200;
+    }
   });
 
   it('registers the profile once, then synthesises with its profile_id', async () => {
