@@ -172,6 +172,9 @@ cat > "$tmpwrap" <<WRAP
 # speaker-agent as installed by scripts/install.sh: uses the service's config and identity (run as root).
 export CONFIGURATION_DIRECTORY="\${CONFIGURATION_DIRECTORY:-$CONF_DIR}"
 export STATE_DIRECTORY="\${STATE_DIRECTORY:-$STATE_DIR}"
+# the companion's own data (its unit's StateDirectory): without it, STATE_DIRECTORY above would make
+# \`speaker-agent companion client reset\` work on a new database in the agent's directory
+export SPEAKER_AGENT_COMPANION_DATA_DIR="\${SPEAKER_AGENT_COMPANION_DATA_DIR:-$COMPANION_STATE_DIR}"
 exec "$NODE" "$PREFIX/bin/speaker-agent.js" "\$@"
 WRAP
 [ -n "$(sync_file "$tmpwrap" "$(R /usr/local/bin/speaker-agent)" 755)" ] && CHANGED=1
@@ -219,7 +222,9 @@ UNITS=(speaker-agent.service)
 [ "$COMPANION" = 1 ] && UNITS+=(speaker-agent-companion.service)
 UNITS_CHANGED=0
 for u in "${UNITS[@]}"; do
-  sed -e "s#/usr/bin/node#$NODE#g" -e "s#/opt/speaker-agent#$PREFIX#g" "$SRC/systemd/$u" > "$tmpunit"
+  # the node, the prefix and the user this install uses (SERVICE_USER: the units said speaker-agent whatever it was)
+  sed -e "s#/usr/bin/node#$NODE#g" -e "s#/opt/speaker-agent#$PREFIX#g" \
+    -e "s#^User=speaker-agent\$#User=$SERVICE_USER#" -e "s#^Group=speaker-agent\$#Group=$SERVICE_USER#" "$SRC/systemd/$u" > "$tmpunit"
   if [ -n "$(sync_file "$tmpunit" "$(R $UNITS_DIR/$u)" 644)" ]; then UNITS_CHANGED=1; say "installed $UNITS_DIR/$u"; fi
 done
 [ "$UNITS_CHANGED" = 1 ] && [ "$SYSTEMD_UP" = 1 ] && systemctl daemon-reload
@@ -239,8 +244,10 @@ agent() { # runs the installed CLI with the service's directories
     "$NODE" "$(R "$PREFIX")/bin/speaker-agent.js" "$@"
 }
 
+LOCAL_COMPANION=0
 if [ "$COMPANION" = 1 ] && [ -z "$SERVER_URL" ]; then
   SERVER_URL=$COMPANION_URL
+  LOCAL_COMPANION=1
   if [ -z "$WORKSPACE_KEY" ]; then
     install -d -m 0700 "$(R $COMPANION_STATE_DIR)"
     # The companion's default workspace (created once, then read back).
@@ -261,7 +268,18 @@ else
   # The key goes through the environment, not argv (argv is world-readable in /proc).
   # `enroll` writes nothing when the values are the ones already configured and the identity exists.
   verify=()
-  [ "$SYSTEMD_UP" = 1 ] || verify=(--no-verify) # the companion is not running, the network may not be either
+  # Without systemd the network may not be up. The companion installed here is started first, so the agent
+  # enrolls against it as against any server (before, it was started in step 7, after this: enrollment failed on
+  # every booted machine, and so did every run after); with --no-start it is not asked.
+  if [ "$SYSTEMD_UP" = 0 ]; then
+    verify=(--no-verify)
+  elif [ "$LOCAL_COMPANION" = 1 ]; then
+    if [ "$START" = 1 ]; then
+      systemctl is-active --quiet speaker-agent-companion.service || { say "starting speaker-agent-companion.service (the agent enrolls against it)"; systemctl start speaker-agent-companion.service; }
+    else
+      verify=(--no-verify)
+    fi
+  fi
   SPEAKER_AGENT_WORKSPACE_KEY=$WORKSPACE_KEY agent enroll ${SERVER_URL:+--server-url "$SERVER_URL"} "${verify[@]}" \
     || die "enrollment failed (see above); fix it and run $0 again" $?
 fi

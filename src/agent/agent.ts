@@ -318,8 +318,9 @@ export class SpeakerAgent extends EventEmitter {
 
   /**
    * Privacy mute. A mute is applied at once, then written to disk; an unmute is written first, then applied: so a
-   * card slow to write (an SD card stalled for seconds) never keeps the microphone open after `mic off`, and a
-   * crash between the two steps leaves the safe side (muted) either way. A disk that refuses the write (an SD card
+   * card slow to write (an SD card stalled for seconds) never keeps the microphone open after `mic off` (a crash
+   * in the moment before the file is written, the command not yet answered, restarts unmuted; an unmute's crash
+   * restarts muted). A disk that refuses the write (an SD card
    * the kernel remounted read-only after errors, a full disk) does not stop it: the mute (or unmute) is applied
    * all the same, and the answer says it is not kept across a restart. Before, the write came first and its
    * error ended the command with the microphone open and sending. (An unmute not kept starts the next run muted,
@@ -412,10 +413,10 @@ export class SpeakerAgent extends EventEmitter {
     // The assistant's own voice must not open the microphone: the engine hears the microphone before the
     // half-duplex gate, so with the speaker's sound uncancelled (duplex half; auto before the canceller
     // converged) "hey jarvis" in an answer, an announcement or a story opened listening and cut the answer.
-    // A wake word whose end or the second before it was heard so is ignored; where the echo is cancelled (auto,
+    // A wake word with the speaker playing at any time in its last second is ignored; where the echo is cancelled (auto,
     // converged; full: the sound server's) the wake word over an answer still cuts it.
     const agoMs = Number(process.hrtime.bigint() - e.endedAtNs) / 1e6;
-    if (this.audio && (this.audio.heardSpeakerUncancelled(agoMs) || this.audio.heardSpeakerUncancelled(agoMs + WAKE_PHRASE_SPAN_MS))) {
+    if (this.audio?.heardSpeakerUncancelled(agoMs + WAKE_PHRASE_SPAN_MS, agoMs)) {
       this.log.info({ phrase: e.phrase, state: this.listening.state }, 'wake word ignored: heard while the speaker played uncancelled (it may be the assistant\'s own voice)');
       return;
     }

@@ -37,9 +37,10 @@ export interface CallAudio {
   readonly earcons: EarconPlayer;
   /** privacy mute: false stops (closes) the capture device, true opens it again */
   setMicrophoneOpen(open: boolean): Promise<void>;
-  /** whether the microphone's audio captured `agoMs` ago held the speaker's sound uncancelled: the speaker played
-   *  (or its echo tail ran) while the gate was half duplex (duplex half; auto before the canceller converged) */
-  heardSpeakerUncancelled(agoMs: number): boolean;
+  /** whether the microphone's audio captured between `fromAgoMs` and `toAgoMs` ago held the speaker's sound
+   *  uncancelled: the speaker played (or its echo tail ran) then, the gate half duplex (duplex half; auto before the
+   *  canceller converged), and the microphone hears the speaker (auto: not when no echo was ever found) */
+  heardSpeakerUncancelled(fromAgoMs: number, toAgoMs: number): boolean;
   close(): Promise<void>;
 }
 
@@ -107,7 +108,9 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
       else await uplink.stop();
       uplink.setSink(currentSink); // stop() forgets the sink; the keep-alive still needs it while muted
     },
-    heardSpeakerUncancelled: (agoMs) => echoGate.isGated(agoMs),
+    // auto with no echo found after seconds of the far end (echoSpanMs undefined): the microphone does not hear
+    // the speaker, so the speaker cannot say the wake word to it
+    heardSpeakerUncancelled: (fromAgoMs, toAgoMs) => (!aec || aec.canceller.echoSpanMs !== undefined) && echoGate.heardPlaybackBetween(fromAgoMs, toAgoMs),
     push: (p, ns) => downlink.push(p, ns),
     resetDownlink: () => downlink.resetStream(),
     close: async () => {

@@ -6,7 +6,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { promises as fs, constants as fsc } from 'node:fs';
 import path from 'node:path';
 import { isUuid, MIN_SECRET_LENGTH } from '../protocol/headers.js';
-import { cleanAtomicTempFiles, writeFileAtomic } from '../common/atomicFile.js';
+import { adoptDirectoryOwner, cleanAtomicTempFiles, writeFileAtomic } from '../common/atomicFile.js';
 import { AgentError } from './errors.js';
 
 export interface Identity {
@@ -110,6 +110,7 @@ async function keepOldIdentity(stateDir: string): Promise<string | undefined> {
   try {
     await fs.copyFile(file, aside, fsc.COPYFILE_EXCL);
     await fs.chmod(aside, 0o600);
+    adoptDirectoryOwner(aside); // as root (sudo) in the service's directory: the service's, as the identity is
     // on disk before the new identity replaces the old (saveIdentity syncs its own file and the directory): a
     // power cut between the two must not leave only an empty copy of the secret the server still knows
     const fh = await fs.open(aside, 'r');

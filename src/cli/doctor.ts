@@ -77,11 +77,13 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
         return { name: 'config', status: 'fail', detail: (err as Error).message, fix: 'fix the file (it is JSON) or remove it and run `speaker-agent enroll`', category: 'config' };
       }
       const s = loaded.settings.server;
+      // a misspelt key ("workspacekey") is ignored: said beside the failure it explains
+      const unknown = loaded.unknownKeys.length ? `; settings it does not know, ignored: ${loaded.unknownKeys.join(', ')}` : '';
       if (!s.workspaceKey) {
         return {
           name: 'config',
           status: 'fail',
-          detail: `${loaded.configPath}: valid, but no workspace key (server ${s.url})`,
+          detail: `${loaded.configPath}: valid, but no workspace key (server ${s.url})${unknown}`,
           fix: 'speaker-agent enroll --server-url URL --workspace-key KEY (the key is in the dashboard, workspace settings)',
           category: 'config',
         };
@@ -90,7 +92,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
         return {
           name: 'config',
           status: 'warn',
-          detail: `${loaded.configPath}: server ${s.url}; settings it does not know, ignored: ${loaded.unknownKeys.join(', ')}`,
+          detail: `${loaded.configPath}: server ${s.url}${unknown}`,
           fix: 'check their spelling against the README (Configuration); remove the ones you do not need',
           category: 'config',
         };

@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander';
 import { projectVersion } from '../common/projectRoot.js';
 import { EXIT_CODES } from '../agent/errors.js';
+import { holdStartFailure } from './startFailureHold.js';
 import { reportError } from './output.js';
 import { writeOut } from './stdio.js';
 import { registerCompanion } from './commands/companion.js';
@@ -86,6 +87,7 @@ ${EXIT_CODES_HELP}`,
 }
 
 export async function main(argv: string[] = process.argv): Promise<number> {
+  const notifySocket = process.env.NOTIFY_SOCKET; // the daemon's notifier takes it out of the environment
   const program = buildProgram();
   const json = argv.includes('--json');
   try {
@@ -97,7 +99,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT_CODES.ok;
       return EXIT_CODES.usage;
     }
-    return reportError(err, json);
+    const code = reportError(err, json);
+    // under systemd, a configuration the service cannot start with: not a restart every 2 s (startFailureHold.ts)
+    if (code === EXIT_CODES.config) await holdStartFailure(err instanceof Error ? err.message : String(err), notifySocket);
+    return code;
   }
 }
 

@@ -1,8 +1,13 @@
 // Crash-safe file replacement: write a temp file in the same directory, fsync it, rename it over the target,
 // fsync the directory. After a crash or power loss the target is either the old or the new content, never
 // empty or half written. Temp files left by a crash are named `.<name>.tmp-<pid>-<rand>` and ignored/cleaned.
+//
+// Written by root into a directory that belongs to someone else (`sudo speaker-agent enroll` or `mic off` on an
+// installed speaker, whose config and state directories are the service's), a file takes the directory's owner
+// and group (ownerOfDirectory): written as root:root 0600, the service could no longer read its own identity or
+// config and stopped at every start.
 import { randomBytes } from 'node:crypto';
-import { promises as fs, constants as fsc } from 'node:fs';
+import { promises as fs, constants as fsc, chmodSync, chownSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -27,6 +32,9 @@ export async function writeFileAtomic(target: string, data: string | Buffer, opt
   try {
     await fh.writeFile(data);
     await fh.chmod(mode); // umask may have narrowed or (never) widened the mode
+    const owner = ownerOfDirectory(dir);
+    // best effort: where root may not chown (NFS root_squash, a user namespace) the file is written as before
+    if (owner) await fh.chown(owner.uid, owner.gid).catch(() => undefined);
     await fh.sync();
   } catch (err) {
     await fh.close().catch(() => undefined);
@@ -73,5 +81,29 @@ async function fsyncDir(dir: string): Promise<void> {
     /* best effort */
   } finally {
     await dh?.close().catch(() => undefined);
+  }
+}
+
+/** Running as root, the owner and group of `dir` when they are not root's (the file written there should take
+ *  them); otherwise undefined. */
+export function ownerOfDirectory(dir: string): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const st = statSync(dir);
+  return st.uid === 0 && st.gid === 0 ? undefined : { uid: st.uid, gid: st.gid };
+}
+
+/** For a file written as root by a library that writes its own way (conf), or copied: gives it its directory's
+ *  owner and group; with `groupRead`, also group read when the directory lets its group in (/etc/speaker-agent:
+ *  root, the service's group, 0750 -> config.json root:speaker-agent 0640, as install.sh makes it). Does nothing
+ *  when not root; best effort (a chown root may not make leaves the file as it was). */
+export function adoptDirectoryOwner(file: string, o: { groupRead?: boolean } = {}): void {
+  const dir = path.dirname(file);
+  const owner = ownerOfDirectory(dir);
+  if (!owner) return;
+  try {
+    chownSync(file, owner.uid, owner.gid);
+    if (o.groupRead && (statSync(dir).mode & 0o050) === 0o050) chmodSync(file, 0o640);
+  } catch {
+    /* as it was */
   }
 }

@@ -12,11 +12,13 @@ export function jsonSyntaxError(err: unknown, text: string): string {
   const message = err instanceof Error ? err.message : String(err);
   const token = /^Unexpected token '([\s\S])', (\.\.\.)?"([\s\S]*)"(\.\.\.)? is not valid JSON$/.exec(message);
   if (token) {
-    const [, char, lead, excerpt] = token;
+    const [, char, lead, excerpt, trail] = token;
     const start = text.indexOf(excerpt);
-    // with a leading "..." the token is CONTEXT_CHARS into the excerpt; without, the excerpt starts the text
-    const at = start < 0 ? -1 : start + excerpt.indexOf(char, lead ? Math.max(0, CONTEXT_CHARS - 1) : 0);
-    return `not valid JSON: unexpected character${at >= start && start >= 0 ? ` at ${lineColumn(text, at)}` : ''}`;
+    // V8 quotes CONTEXT_CHARS before the token ("..." in front) or the text from its start, and CONTEXT_CHARS after
+    // it ("..." behind) or the text to its end; a short text whole (then the token's first occurrence, a guess)
+    const offset = lead ? CONTEXT_CHARS : trail ? excerpt.length - CONTEXT_CHARS : excerpt.indexOf(char);
+    const at = start < 0 || offset < 0 || excerpt[offset] !== char ? -1 : start + offset;
+    return `not valid JSON: unexpected character${at >= 0 ? ` at ${lineColumn(text, at)}` : ''}`;
   }
   const positioned = /^([\s\S]*?) (in|after) JSON at position (\d+)/.exec(message);
   if (positioned && !positioned[1].includes('"')) {

@@ -143,6 +143,7 @@ describe('the speaker\'s own sound does not open the microphone (half duplex: no
       expect(peer.events.slice(from).some((e) => e.raw.includes('"response.cancel"'))).toBe(false);
       await peer.sendEvent({ type: 'response.done', response: { id: 'resp_self', status: 'completed' } });
       await until(() => half.listening.state === 'idle', 8_000, 'the answer to end');
+      await new Promise((r) => setTimeout(r, 1_000)); // the phrase starts well after the answer and its tail
       // the same phrase with the speaker silent is the user's: it opens listening
       await run('paplay', ['-d', VIRTUAL.micSink, phraseFile], { env: process.env });
       await until(() => opened.length > 0, 5_000, 'the wake word after the answer');

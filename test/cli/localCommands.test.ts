@@ -91,6 +91,12 @@ describe('speaker-agent: help, usage and exit codes', () => {
       const config = json<{ checks: { name: string; status: string; detail: string }[] }>(r).checks.find((c) => c.name === 'config');
       expect(config).toMatchObject({ status: 'warn', detail: expect.stringMatching(/settings it does not know, ignored: server\.appsource, colour$/) });
     });
+    // the README's own example: the key misspelt, so none is set, and the failure names why
+    await withConfigFile(JSON.stringify({ server: { url: 'http://127.0.0.1:9', workspacekey: 'k' } }), async (typo) => {
+      const r = await runCli(['doctor', '--json', '--skip-call', '--skip-echo'], typo.env, 60_000);
+      const config = json<{ checks: { name: string; status: string; detail: string }[] }>(r).checks.find((c) => c.name === 'config');
+      expect(config).toMatchObject({ status: 'fail', detail: expect.stringMatching(/no workspace key .*; settings it does not know, ignored: server\.workspacekey$/) });
+    });
   }, 120_000);
 
   it('a corrupt config.json exits 3 with the file named, as JSON on stderr with --json', async () => {

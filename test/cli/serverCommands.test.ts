@@ -2,7 +2,7 @@
 // sound card: enroll (TOFU), voices, say, stories, the companion admin commands, and doctor passing, then
 // failing with the right fix when the server is down, the secret is wrong, or the mixer control is missing.
 // Each test spawns several real processes (~1-3 s each on a loaded machine): hence the longer timeouts.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { playIntoSink, rms, startRecording, tone } from '../support/audioCapture.js';
@@ -45,6 +45,28 @@ describe('enroll', () => {
     const human = await runCli(['enroll'], dev.env);
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/accepted this device/);
+  }, 120_000);
+
+  // as root only (CI is): the directories belong to a service user, as install.sh makes them
+  it.skipIf(process.getuid?.() !== 0)('regression: `sudo speaker-agent enroll` on an installed speaker left config.json and identity.json root\'s, unreadable by the service; they take their directories\' owners', async () => {
+    const svc = deviceDirs();
+    try {
+      mkdirSync(svc.configDir, { mode: 0o750 });
+      chownSync(svc.configDir, 0, 4243); // /etc/speaker-agent: root:speaker-agent 0750
+      mkdirSync(svc.stateDir, { mode: 0o700 });
+      chownSync(svc.stateDir, 4242, 4243); // /var/lib/speaker-agent: speaker-agent's, 0700
+      await enrollDevice(svc, companion);
+      const config = statSync(path.join(svc.configDir, 'config.json'));
+      expect({ uid: config.uid, gid: config.gid, mode: config.mode & 0o777 }).toEqual({ uid: 0, gid: 4243, mode: 0o640 });
+      const identity = statSync(path.join(svc.stateDir, 'identity.json'));
+      expect({ uid: identity.uid, gid: identity.gid, mode: identity.mode & 0o777 }).toEqual({ uid: 4242, gid: 4243, mode: 0o600 });
+      // `mic off` without the daemon writes the state directory too
+      expect((await runCli(['mic', 'off'], svc.env)).code).toBe(0);
+      const mic = statSync(path.join(svc.stateDir, 'mic.json'));
+      expect({ uid: mic.uid, gid: mic.gid }).toEqual({ uid: 4242, gid: 4243 });
+    } finally {
+      svc.remove();
+    }
   }, 120_000);
 
   it('enroll --check without a configuration exits 3; an unreachable server exits 5', async () => {

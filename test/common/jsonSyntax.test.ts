@@ -31,6 +31,9 @@ describe('jsonSyntaxError', () => {
     expect(describeError(`{"k":"${SECRET}`)).toBe('not valid JSON: unterminated string at line 1, column 26');
     expect(describeError('[1,2] x')).toBe('not valid JSON: unexpected non-whitespace character after the end of the JSON value at line 1, column 7');
     expect(describeError('{"k":')).toMatch(/^not valid JSON: it ends too early/);
+    // the same character just before the token: placed by V8's excerpt, not by searching it
+    expect(describeError('[1,2,3,4,5,6,7,8,9,10,11,12,,13,14,15,16,17,18,19,20]')).toBe('not valid JSON: unexpected character at line 1, column 29');
+    expect(describeError('{"aaaaaaaaaaaaaaaaaaaaaaaaa":,,1}')).toBe('not valid JSON: unexpected character at line 1, column 30');
   });
 
   it('an error of a form it does not know gives the verdict only, never its text', () => {

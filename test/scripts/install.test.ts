@@ -146,7 +146,7 @@ describe('scripts/install.sh in a fake root', () => {
     expect(calls).toEqual(expect.arrayContaining(['systemctl daemon-reload', 'systemctl enable --quiet speaker-agent.service', 'systemctl start speaker-agent.service']));
 
     const unit = readFileSync(path.join(fakeRoot, 'etc/systemd/system/speaker-agent.service'), 'utf8');
-    expect(unit).toMatch(new RegExp(`^ExecStart=${process.execPath} .*/opt/speaker-agent/bin/speaker-agent\\.js run$`, 'm'));
+    expect(unit).toMatch(new RegExp(`^ExecStart=${process.execPath} .*/opt/speaker-agent/bin/speaker-agent\\.js run --virtual-audio never$`, 'm'));
     expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent/dist/speaker-agent.js'))).toBe(true);
     // ONNX Runtime's libraries: this board's only (the package ships win32, darwin and both linux ones)
     const ortBin = path.join(fakeRoot, 'opt/speaker-agent/node_modules/onnxruntime-node/bin/napi-v6');
@@ -155,6 +155,8 @@ describe('scripts/install.sh in a fake root', () => {
     expect(existsSync(path.join(ROOT, 'node_modules/onnxruntime-node/bin/napi-v6/win32'))).toBe(true); // the checkout's untouched
     const wrapper = readFileSync(path.join(fakeRoot, 'usr/local/bin/speaker-agent'), 'utf8');
     expect(wrapper).toContain('CONFIGURATION_DIRECTORY="${CONFIGURATION_DIRECTORY:-/etc/speaker-agent}"');
+    // regression: STATE_DIRECTORY alone sent `sudo speaker-agent companion ...` to a new database in the agent's directory
+    expect(wrapper).toContain('SPEAKER_AGENT_COMPANION_DATA_DIR="${SPEAKER_AGENT_COMPANION_DATA_DIR:-/var/lib/speaker-agent-companion}"');
     expect(wrapper).toContain(`exec "${process.execPath}" "/opt/speaker-agent/bin/speaker-agent.js" "$@"`);
 
     const config = JSON.parse(readFileSync(path.join(fakeRoot, 'etc/speaker-agent/config.json'), 'utf8')) as { server: { url: string } };
@@ -244,4 +246,41 @@ describe('scripts/install.sh where systemd is not running', () => {
     expect(treeHash(root).entries).toEqual(first.entries);
     expect(readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active|system-running)/.test(c))).toEqual([]);
   }, 180_000);
+});
+
+// Regression: `--companion` without `--server-url` on a booted machine verified the enrollment against the
+// companion it had installed but not yet started: "enrollment failed", on every run. And SERVICE_USER was used for
+// the directories but not written into the units (User= stayed speaker-agent). FakeSystemctl starts nothing, so
+// the "local" companion is the test's real one (COMPANION_URL, its workspace key given).
+describe('scripts/install.sh --companion on a running systemd, another service user', () => {
+  const root = path.join(tmp, 'root-companion');
+  const user = { SERVICE_USER: 'voicebox', COMPANION_URL: '' };
+
+  it('starts its companion first and enrolls against it; the units run as that user', async () => {
+    user.COMPANION_URL = companion.url;
+    mkdirSync(root, { recursive: true });
+    clearLogs();
+    const r = await installIn(root, user, '--companion', '--workspace-key', companion.workspaceKey, '--yes');
+    expect(r.stdout).toContain('==> starting speaker-agent-companion.service (the agent enrolls against it)');
+    const calls = readLog('calls.log');
+    expect(calls).toEqual(expect.arrayContaining(['systemctl start speaker-agent.service', 'systemctl start speaker-agent-companion.service']));
+    // the companion before the enrollment, so before the agent (before: both in step 7, the agent first)
+    expect(calls.indexOf('systemctl start speaker-agent-companion.service')).toBeLessThan(calls.indexOf('systemctl start speaker-agent.service'));
+    const config = JSON.parse(readFileSync(path.join(root, 'etc/speaker-agent/config.json'), 'utf8')) as { server: { url: string; workspaceKey: string } };
+    expect(config.server.url).toBe(companion.url);
+    // enrolled for real: the companion knows this client with a secret
+    const id = JSON.parse(readFileSync(path.join(root, 'var/lib/speaker-agent/identity.json'), 'utf8')) as { clientId: string };
+    const row = companion.server.context.db.prepare('SELECT secret_hash FROM clients WHERE id = ?').get(id.clientId) as { secret_hash: string | null } | undefined;
+    expect(row?.secret_hash).toBeTruthy();
+    for (const u of ['speaker-agent.service', 'speaker-agent-companion.service']) {
+      const unit = readFileSync(path.join(root, 'etc/systemd/system', u), 'utf8');
+      expect(unit, u).toMatch(/^User=voicebox$/m);
+      expect(unit, u).toMatch(/^Group=voicebox$/m);
+    }
+    expect(readLog('chown.log')).toContain(`chown root:voicebox ${root}/etc/speaker-agent/config.json`);
+    // and again: the same path, nothing new
+    clearLogs();
+    await installIn(root, user, '--companion', '--workspace-key', companion.workspaceKey, '--yes');
+    expect(readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active|system-running)/.test(c))).toEqual([]);
+  }, 240_000);
 });

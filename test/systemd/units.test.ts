@@ -81,7 +81,8 @@ describe('systemd units', () => {
     expect(d.get('DevicePolicy')?.[0]).toBe('closed');
     expect(d.get('DeviceAllow')).toEqual(['char-alsa rw']);
     expect(d.get('ConfigurationDirectory')?.[0]).toBe('speaker-agent');
-    expect(d.get('ExecStart')?.[0]).toMatch(/speaker-agent\.js run$/);
+    // the speaker's own card, waited for if it is late: never a virtual one
+    expect(d.get('ExecStart')?.[0]).toMatch(/speaker-agent\.js run --virtual-audio never$/);
     // the audio threads' real-time priority (portAudioBackend.ts AUDIO_THREAD_PRIORITY), no capability needed
     expect(d.get('LimitRTPRIO')).toEqual([String(AUDIO_THREAD_PRIORITY)]);
     expect(d.get('RestrictRealtime')).toBeUndefined();

@@ -8,6 +8,9 @@ import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 
 export type DuplexMode = 'half-duplex' | 'full-duplex';
 
+/** audible spans kept for heardPlaybackBetween: a few seconds of an answer's pauses */
+const MAX_SPANS = 16;
+
 /** How long the microphone stays gated after audible playback ends (the room's echo tail); settings.echoTailMs. */
 export const DEFAULT_ECHO_TAIL_MS = 200;
 
@@ -30,6 +33,8 @@ export class EchoGate {
   private readonly nowMs: () => number;
   /** Time (ms, monotonic) at which the last audible frame finishes playing out of the speaker. */
   private audibleUntilMs = -Infinity;
+  /** the latest spans of audible playback (ms, monotonic; frames less than a frame apart joined), oldest first */
+  private readonly spans: { fromMs: number; untilMs: number }[] = [];
   private readonly silence = new Int16Array(FRAME_SAMPLES);
   readonly stats = { framesPassed: 0, framesSilenced: 0 };
 
@@ -49,9 +54,27 @@ export class EchoGate {
   notePlayback(frame: Int16Array, queuedMs = 0): boolean {
     if (!isAudible(frame, this.audibleRms)) return false;
     const frameMs = (frame.length / SAMPLE_RATE) * 1000;
-    const until = this.nowMs() + queuedMs + frameMs;
+    const from = this.nowMs() + queuedMs;
+    const until = from + frameMs;
     if (until > this.audibleUntilMs) this.audibleUntilMs = until;
+    const last = this.spans.at(-1);
+    if (last && from <= last.untilMs + frameMs) last.untilMs = Math.max(last.untilMs, until);
+    else {
+      this.spans.push({ fromMs: from, untilMs: until });
+      if (this.spans.length > MAX_SPANS) this.spans.shift();
+    }
     return true;
+  }
+
+  /** True when, in half duplex, any microphone audio captured between `fromAgoMs` and `toAgoMs` ago (fromAgoMs >=
+   *  toAgoMs) was captured while the speaker played or its echo tail ran: it held the speaker's sound uncancelled.
+   *  (isGated asks about one moment, and only whether playback had ended by then.) */
+  heardPlaybackBetween(fromAgoMs: number, toAgoMs: number): boolean {
+    if (this.mode !== 'half-duplex') return false;
+    const now = this.nowMs();
+    const from = now - fromAgoMs;
+    const to = now - toAgoMs;
+    return this.spans.some((s) => s.fromMs < to && s.untilMs + this.tailMs > from);
   }
 
   /** True when microphone audio captured `capturedAgoMs` ago must not be sent. */
@@ -82,6 +105,7 @@ export class EchoGate {
   /** Forget playback history (new call). */
   reset(): void {
     this.audibleUntilMs = -Infinity;
+    this.spans.length = 0;
   }
 }
 

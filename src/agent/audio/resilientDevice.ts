@@ -58,8 +58,14 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
   private closing: Promise<void> | undefined;
   /** when the device open now opened (performance.now()) */
   private openedAt = 0;
+  /** the device open now was reopened after it failed while running (its own quick failure is a flap) */
+  private reopened = false;
+  /** the last runtime failure made the next open a reopen */
+  private failedRunning = false;
   /** failures in a row each less than STABLE_OPEN_MS after an open */
   private flaps = 0;
+  /** the failure codes said while quiet (each once, until the device stays open) */
+  private readonly quietCodes = new Set<string>();
   /** fires once a flapping device has stayed open STABLE_OPEN_MS */
   private stableTimer: NodeJS.Timeout | undefined;
 
@@ -129,7 +135,8 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
       // A device that was working is retried at once: most such failures are a stalled stream, which a reopen
       // fixes (the speaker is silent until then); a card that is really gone fails fast and backs off. One that
       // fails again soon after a reopen is flapping: backed off, from minBackoffMs up.
-      if (performance.now() - this.openedAt >= STABLE_OPEN_MS) {
+      this.failedRunning = true;
+      if (!this.reopened || performance.now() - this.openedAt >= STABLE_OPEN_MS) {
         this.flaps = 0;
         this.backoffMs = this.minBackoffMs;
         this.failed(err, 0);
@@ -138,6 +145,8 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
       this.flaps++;
       this.stats.flaps++;
       if (this.flaps === FLAP_QUIET_AFTER) {
+        this.loggedCode = err.code; // said here, not again by failed()
+        this.quietCodes.add(err.code);
         this.log.warn(
           { device: this.opts.deviceName, code: err.code, err: err.message, flaps: this.flaps },
           `${this.kind} device keeps failing right after it opens (${this.flaps} times in a row); reopening every ${this.maxBackoffMs / 1000} s at most, logged again once it stays open`,
@@ -148,6 +157,8 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     this.inner = dev;
     this.stats.opens++;
     this.openedAt = performance.now();
+    this.reopened = this.failedRunning;
+    this.failedRunning = false;
     const quiet = this.flaps >= FLAP_QUIET_AFTER;
     if (quiet) this.log.debug({ device: this.opts.deviceName, flaps: this.flaps }, `${this.kind} device open again (flapping)`);
     else if (this.loggedCode) this.log.info({ device: this.opts.deviceName }, `${this.kind} device is back`);
@@ -158,6 +169,7 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
         this.stableTimer = undefined;
         if (this.flaps >= FLAP_QUIET_AFTER) this.log.info({ device: this.opts.deviceName, flaps: this.flaps }, `${this.kind} device has stayed open ${STABLE_OPEN_MS / 1000} s: working again`);
         this.flaps = 0;
+        this.quietCodes.clear();
         this.backoffMs = this.minBackoffMs;
         this.loggedCode = undefined; // the next failure is news again
       }, STABLE_OPEN_MS);
@@ -178,7 +190,10 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     this.stats.failures++;
     this.lastError = err;
     if (this.state === 'closed') return;
-    if (this.loggedCode !== err.code && this.flaps < FLAP_QUIET_AFTER) {
+    // quiet while flapping: each reason once (the card gone is news; the same reasons again and again are not)
+    const quiet = this.flaps >= FLAP_QUIET_AFTER;
+    if (quiet ? !this.quietCodes.has(err.code) : this.loggedCode !== err.code) {
+      if (quiet) this.quietCodes.add(err.code);
       this.loggedCode = err.code;
       this.log.warn(
         { device: this.opts.deviceName, code: err.code, err: err.message },
@@ -201,6 +216,9 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     this.timer = undefined;
     this.clearStableTimer();
     this.flaps = 0;
+    this.quietCodes.clear();
+    this.reopened = false;
+    this.failedRunning = false;
     const dev = this.inner;
     this.inner = undefined;
     this.loggedCode = undefined;

@@ -124,7 +124,9 @@ export class WebrtcTransport implements TransportLayer {
       // werift's setLocalDescription waits for every candidate, a TURN server's too: one that does not answer holds
       // it ~6.3 s, and its TCP fallback to a host that drops packets ~2 minutes, past the connect timeout and a
       // SIGTERM's deadline. So the abort (connectTimeoutMs, the agent stopping) ends the wait; close() below.
-      await untilAborted(pc.setLocalDescription(await pc.createOffer()), o.signal, aborted);
+      const offer = await pc.createOffer();
+      if (o.signal?.aborted) throw aborted(); // before the gathering opens its sockets
+      await untilAborted(pc.setLocalDescription(offer), o.signal, aborted);
       if (o.signal?.aborted) throw aborted();
       const answer = await o.exchangeSdp(pc.localDescription!.sdp);
       if (o.signal?.aborted) throw aborted();
@@ -251,7 +253,10 @@ export class WebrtcTransport implements TransportLayer {
 /** `p`, or the abort's error as soon as `signal` aborts (p itself runs on; its result is dropped). */
 function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined, error: () => Error): Promise<T> {
   if (!signal) return p;
-  if (signal.aborted) return Promise.reject(error());
+  if (signal.aborted) {
+    p.catch(() => undefined); // its failure, later, is nobody's
+    return Promise.reject(error());
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(error());
     signal.addEventListener('abort', onAbort, { once: true });

@@ -3,6 +3,7 @@
 // enrolls the secret on that first request). Writes nothing when the values are already the configured ones.
 import type { Command } from 'commander';
 import { enroll } from '../../agent/enroll.js';
+import { adoptDirectoryOwner } from '../../common/atomicFile.js';
 import { EXIT_CODES } from '../../agent/errors.js';
 import { fingerprint, loadIdentity } from '../../agent/identity.js';
 import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings, settingFromEnv } from '../../agent/settings.js';
@@ -59,6 +60,7 @@ Examples:
       if (changes.length) {
         parseSettings(next, 'enrollment values'); // a bad URL fails here, before anything is written
         store.set('server', next.server);
+        adoptDirectoryOwner(store.path, { groupRead: true }); // `sudo speaker-agent enroll` on an installed speaker: the service reads it
       }
       const loaded = loadSettings({ configDir });
       const r = await enroll({ settings: loaded.settings, stateDir: loaded.stateDir, resetIdentity: o.resetIdentity, verify: o.verify });

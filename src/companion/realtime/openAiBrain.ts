@@ -98,7 +98,9 @@ export class OpenAiBrain implements Brain {
       throw new BrainError('BRAIN_UNAVAILABLE', `the chat endpoint ${this.url} is unreachable: ${(err as Error).message}`, { cause: err });
     }
     if (!res.ok) {
-      const text = (await res.text().catch(() => '')).slice(0, 200);
+      // logged: without our key, should the endpoint echo it
+      const raw = await res.text().catch(() => '');
+      const text = (this.opts.apiKey ? raw.split(this.opts.apiKey).join('[key]') : raw).slice(0, 200);
       throw new BrainError('BRAIN_UNAVAILABLE', `the chat endpoint answered HTTP ${res.status}: ${text}`);
     }
     try {

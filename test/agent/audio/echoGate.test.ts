@@ -22,6 +22,30 @@ describe('EchoGate', () => {
     expect(gate.stats).toEqual({ framesPassed: 2, framesSilenced: 2 });
   });
 
+  it('heardPlaybackBetween: whether a stretch of the microphone overlaps playback or its tail (the wake word guard)', () => {
+    let now = 1000;
+    const gate = new EchoGate({ tailMs: 200, nowMs: () => now });
+    gate.notePlayback(loud(), 0); // 1000-1020
+    now = 1020;
+    gate.notePlayback(loud(), 0); // 1020-1040: joined with the frame before
+    now = 3000;
+    gate.notePlayback(loud(), 0); // a second span: 3000-3020
+    now = 4000;
+    // a stretch ending after a span started and starting before its tail ended overlaps it; isGated, which asks
+    // only whether playback had ended, could not tell a stretch before the first span from one inside it
+    expect(gate.heardPlaybackBetween(3100, 3050)).toBe(false); // 900-950: before any playback
+    expect(gate.heardPlaybackBetween(3050, 2990)).toBe(true); // 950-1010
+    expect(gate.heardPlaybackBetween(2990, 2900)).toBe(true); // 1010-1100: inside the tail (to 1240)
+    expect(gate.heardPlaybackBetween(2700, 1100)).toBe(false); // 1300-2900: between the spans
+    expect(gate.heardPlaybackBetween(1100, 900)).toBe(true); // 2900-3100: the second span
+    expect(gate.heardPlaybackBetween(700, 0)).toBe(false); // 3300-4000: after it and its tail
+    gate.mode = 'full-duplex'; // the echo is cancelled: never
+    expect(gate.heardPlaybackBetween(1100, 900)).toBe(false);
+    gate.mode = 'half-duplex';
+    gate.reset();
+    expect(gate.heardPlaybackBetween(1100, 900)).toBe(false);
+  });
+
   it('judges a frame by when it was captured: one captured inside the tail stays silent when filtered after it', () => {
     let now = 1000;
     const gate = new EchoGate({ tailMs: 300, nowMs: () => now });

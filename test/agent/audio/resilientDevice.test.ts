@@ -129,8 +129,9 @@ describe('ResilientPlayback on a sink that takes the stream and never plays it',
     pb.onStateChange = (st) => void (st === 'open' && openedAt.push(performance.now()));
     const handed = await startFed(pb);
     await waitUntil(() => pb.stats.flaps >= 5, 30_000, 'five flaps');
-    // the gap between two opens: the stall (the stream's start-up grace, ~3.2 s) plus the backoff, which grows:
-    // 400, 800, 1600, 1600 ms (before: no backoff, every gap the same ~3.2 s)
+    // the gap between two opens: the stall (the stream's start-up grace, ~3.2 s) plus the wait: none after the
+    // first open (a device that worked), then the backoff of a flap, 400, 800, 1600, 1600 ms (before: every gap the
+    // same ~3.2 s)
     const gaps = openedAt.slice(1).map((t, i) => t - openedAt[i]);
     const info = `gaps between opens ${gaps.map((g) => g.toFixed(0)).join(', ')} ms; log: ${lines.map((l) => l.msg).join(' | ')}`;
     expect(gaps.at(-1)! - gaps[0], info).toBeGreaterThanOrEqual(1000);

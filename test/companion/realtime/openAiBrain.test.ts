@@ -85,4 +85,11 @@ describe('OpenAiBrain', () => {
     await expect(down.respond(input('hi'))).rejects.toMatchObject({ code: 'BRAIN_UNAVAILABLE' });
     expect(() => new OpenAiBrain({ baseUrl: 'ftp://x', model: 'm' })).toThrow(BrainError);
   });
+
+  it('an endpoint that echoes the key in its error: the error (logged) carries [key], not the key', async () => {
+    const brain = new OpenAiBrain({ baseUrl: base, model: 'm', apiKey: 'sk-test-echo-456' });
+    answer = () => ({ status: 401, text: `invalid key: Bearer sk-test-echo-456` });
+    const err = await brain.respond(input('hi')).catch((e: unknown) => e as BrainError);
+    expect(err).toMatchObject({ code: 'BRAIN_UNAVAILABLE', message: 'the chat endpoint answered HTTP 401: invalid key: Bearer [key]' });
+  });
 });

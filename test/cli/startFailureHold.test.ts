@@ -1,0 +1,59 @@
+// Regression: under systemd a configuration error (exit 3) exited at once, and the unit (Restart=always, 2 s, no
+// start limit) restarted node ~43,000 times a day. The built CLI, run as the unit runs it (NOTIFY_SOCKET: a real
+// datagram socket), now says why to systemd, extends its start timeout, waits, and still stops at once on SIGTERM
+// (ended by the signal: systemd records a stop, not a failure).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { deviceDirs, spawnCli } from '../support/cli.js';
+import { startNotifyReceiver } from '../support/notifySocket.js';
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'start-hold-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('a start that fails on the configuration, under systemd', () => {
+  it('tells systemd why and holds a minute instead of exiting at once; SIGTERM ends the wait', async () => {
+    const rx = await startNotifyReceiver(path.join(tmp, 'notify.sock'));
+    const dev = deviceDirs({ NOTIFY_SOCKET: path.join(tmp, 'notify.sock') });
+    try {
+      mkdirSync(dev.configDir, { recursive: true });
+      writeFileSync(path.join(dev.configDir, 'config.json'), '{ "server": ');
+      const child = spawnCli(['run'], dev.env);
+      let stderr = '';
+      child.stderr!.on('data', (c) => (stderr += c));
+      const exited = new Promise<string>((r) => child.on('exit', (code, signal) => r(signal ?? `exit ${code}`)));
+      expect(await rx.waitFor((m) => m.startsWith('EXTEND_TIMEOUT_USEC='), 15_000)).toBe('EXTEND_TIMEOUT_USEC=70000000');
+      expect(await rx.waitFor((m) => m.startsWith('STATUS='))).toMatch(/^STATUS=not started, retrying in 60 s: cannot read the configuration .*config\.json: not valid JSON/);
+      expect(stderr).toMatch(/speaker-agent: cannot read the configuration/); // the error itself, at once
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(child.exitCode).toBeNull(); // still holding
+      const t0 = performance.now();
+      child.kill('SIGTERM');
+      expect(await exited).toBe('SIGTERM'); // a stop, not a failure, for systemd (exit 3 would mark the unit failed)
+      expect(performance.now() - t0).toBeLessThan(2_000);
+    } finally {
+      rx.close();
+      dev.remove();
+    }
+  }, 60_000);
+
+  it('also for an error the agent finds once the daemon runs (an earcon that is not a WAV), after its notifier took NOTIFY_SOCKET', async () => {
+    const rx = await startNotifyReceiver(path.join(tmp, 'notify2.sock'));
+    const dev = deviceDirs({ NOTIFY_SOCKET: path.join(tmp, 'notify2.sock') });
+    try {
+      mkdirSync(dev.configDir, { recursive: true });
+      // no server: a local companion and an identity, then the daemon, then the agent, which reads the earcons
+      writeFileSync(path.join(dev.configDir, 'config.json'), JSON.stringify({ earcons: { opened: path.join(tmp, 'missing.wav') } }));
+      const child = spawnCli(['run', '--virtual-audio', 'never'], dev.env);
+      const exited = new Promise<string>((r) => child.on('exit', (code, signal) => r(signal ?? `exit ${code}`)));
+      expect(await rx.waitFor((m) => m.startsWith('STATUS=not started'), 30_000)).toMatch(/^STATUS=not started, retrying in 60 s: earcons\.opened: cannot read the WAV/);
+      expect(child.exitCode).toBeNull();
+      child.kill('SIGTERM');
+      expect(await exited).toBe('SIGTERM');
+    } finally {
+      rx.close();
+      dev.remove();
+    }
+  }, 60_000);
+});
