@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AUDIO_THREAD_PRIORITY } from '../../src/agent/audio/portAudioBackend.js';
+import { unitNodeFlags } from '../../bench/unitFlags.js';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -101,6 +102,11 @@ describe('systemd units', () => {
       expect(preload, unit).toBe('LD_PRELOAD=/opt/speaker-agent/node_modules/speaker-sys/build/Release/node_preload.so');
       expect(existsSync(preload!.slice('LD_PRELOAD='.length).replace('/opt/speaker-agent', root)), unit).toBe(true);
     }
+  });
+
+  it('regression: the benches read the units\' node flags (they failed once the unit gave `run` an option of its own)', () => {
+    expect(unitNodeFlags('speaker-agent.service', 'run')).toEqual(['--max-semi-space-size=1', '--no-sparkplug']);
+    expect(unitNodeFlags('speaker-agent-companion.service', 'companion')).toEqual([]);
   });
 
   it('verify does flag a broken unit (the check above can fail)', async () => {
