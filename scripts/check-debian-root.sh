@@ -3,7 +3,8 @@
 # a clean copy of this checkout in /root/speaker-agent, then, inside it as root,
 #   bash scripts/setup.sh      (timed: Debian packages, npm ci with the native addons, the build)
 #   npm start                  (local companion, virtual PulseAudio devices, a scripted user; exits 0 after "demo done")
-#   bash scripts/install.sh --companion --yes   (timed; then run again: it must change nothing)
+#   bash scripts/install.sh --companion --yes   (timed; then run again: it must change nothing; then over an older
+#                                                release: staged and swapped in)
 # systemd is not PID 1 in the root (it is a chroot): install.sh installs systemd, the project in /opt, the user and
 # the units, enables them (the multi-user.target.wants links), enrolls without contacting the companion (not
 # running) and says the services start at the next boot; the check verifies each of those in the root, that the
@@ -233,10 +234,25 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   echo "INSTALL_SECONDS=$(secs "$t4" "$t5")" >> "$LOG_DIR/times"
   say "install.sh done in $(secs "$t4" "$t5") s: units enabled, not started (no systemd as PID 1), $(sed "s/:.*//" "$LOG_DIR/enroll-check.log"), the installed addons load"
   in_root "bash scripts/install.sh --companion --yes" > "$LOG_DIR/install-again.log" 2>&1 || fail "install.sh failed when run again (log: $LOG_DIR/install-again.log)"
-  if grep -E "^==> (installing|installed|npm ci|enabling|creating|adding|building)" "$LOG_DIR/install-again.log"; then
+  if grep -E "^==> (installing|installed|staging|npm ci|enabling|creating|adding|building)" "$LOG_DIR/install-again.log"; then
     fail "install.sh run again changed something (above; log: $LOG_DIR/install-again.log)"
   fi
   say "install.sh run again: nothing changed"
+
+  # An upgrade over an older release (its entry file stands for it): staged beside it, checked, swapped in (by
+  # `mv --exchange` where the release'"'"'s coreutils has it: trixie), nothing left beside /opt/speaker-agent.
+  echo "// an older release" > "$ROOT/opt/speaker-agent/dist/speaker-agent.js"
+  in_root "bash scripts/install.sh --companion --yes" > "$LOG_DIR/install-upgrade.log" 2>&1 ||
+    { tail -20 "$LOG_DIR/install-upgrade.log" | sed "s/^/    /" >&2; fail "install.sh failed to upgrade (log: $LOG_DIR/install-upgrade.log)"; }
+  grep -q "^==> staging the new release in /opt/speaker-agent.staging" "$LOG_DIR/install-upgrade.log" ||
+    fail "install.sh did not stage the upgrade (log: $LOG_DIR/install-upgrade.log)"
+  cmp -s "$ROOT/opt/speaker-agent/dist/speaker-agent.js" "$ROOT$APP/dist/speaker-agent.js" ||
+    fail "the upgrade did not install the new dist/speaker-agent.js"
+  [ ! -e "$ROOT/opt/speaker-agent.staging" ] && [ ! -e "$ROOT/opt/speaker-agent.previous" ] ||
+    fail "the upgrade left $(ls -d "$ROOT"/opt/speaker-agent.* | sed "s#^$ROOT##")"
+  in_root "cd /opt/speaker-agent && node scripts/check-addons.mjs" > "$LOG_DIR/upgraded-addons.log" 2>&1 ||
+    { cat "$LOG_DIR/upgraded-addons.log" >&2; fail "the upgraded release'"'"'s addons do not load"; }
+  say "an upgrade: staged, swapped in, its addons load"
 
   if [ "$RELEASE" = bookworm ]; then
     # A fresh bookworm machine without the newer Node: setup.sh installs Debian'"'"'s nodejs (18) and must stop

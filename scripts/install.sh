@@ -7,7 +7,9 @@
 # Steps (each is skipped when already done, so running it twice changes nothing):
 #   1. Debian packages the agent needs (ALSA tools, PortAudio, espeak-ng, pocketsphinx, libspeexdsp, ffmpeg, build tools)
 #   2. Node.js >= 20.10
-#   3. the project in /opt/speaker-agent (`npm ci --omit=dev`, native addons build from source)
+#   3. the project in /opt/speaker-agent (`npm ci --omit=dev`, native addons build from source); an upgrade is
+#      assembled and checked in /opt/speaker-agent.staging first, and replaces the installed release only when
+#      complete: a failed download or build leaves the installed one as it was, still running
 #   4. the system user `speaker-agent` in the `audio` group
 #   5. the systemd units (systemd/*.service), enabled
 #   6. enrollment: server URL + workspace key (flags, SPEAKER_AGENT_SERVER_URL / _WORKSPACE_KEY, or prompts);
@@ -85,7 +87,7 @@ if [ "$UNINSTALL" = 1 ]; then
     fi
   done
   systemctl daemon-reload || true
-  rm -rf "$(R "$PREFIX")"
+  rm -rf "$(R "$PREFIX")" "$(R "$PREFIX").staging" "$(R "$PREFIX").previous"
   rm -f "$(R /usr/local/bin/speaker-agent)"
   if [ "$PURGE" = 1 ]; then
     say "purging config, identity and companion data"
@@ -133,16 +135,17 @@ if [ ! -f "$SRC/dist/speaker-agent.js" ]; then
   (cd "$SRC" && npm run build --silent)
 fi
 
-# Copies a file only when its content or mode differs; prints the path when it did.
+# Copies a file only when its content or mode differs; prints the path when it did. DRY=1: only prints it.
 sync_file() { # src dst mode
   if [ ! -f "$2" ] || ! cmp -s "$1" "$2" || [ "$(stat -c %a "$2")" != "$3" ]; then
-    install -D -m "$3" "$1" "$2"
+    [ "${DRY:-0}" = 1 ] || install -D -m "$3" "$1" "$2"
     echo "$2"
   fi
 }
-# Mirrors the files the package needs (package.json "files" + manifest) into PREFIX, deleting stale ones.
-sync_tree() {
-  local dst; dst=$(R "$PREFIX")
+# Mirrors the files the package needs (package.json "files" + manifest) into DST, deleting stale ones; true when
+# something differed. DRY=1: only tells.
+sync_tree() { # dst
+  local dst=$1
   local list; list=$(cd "$SRC" && { printf '%s\n' package.json package-lock.json README.md LICENSE;
     find bin dist systemd scripts vendor -type f ! -path 'vendor/*/build/*' ! -path 'vendor/*/node_modules/*'; } |
     while read -r f; do [ -f "$f" ] && echo "$f"; done | sort)
@@ -155,16 +158,84 @@ sync_tree() {
   if [ -d "$dst" ]; then
     while read -r f; do
       f=${f#./}
-      grep -qxF "$f" <<< "$list" || { rm -f "$dst/$f"; changed=1; }
+      grep -qxF "$f" <<< "$list" || { [ "${DRY:-0}" = 1 ] || rm -f "$dst/$f"; changed=1; }
     done < <(cd "$dst" && find bin dist systemd scripts vendor -type f ! -path 'vendor/*/build/*' ! -path 'vendor/*/node_modules/*' 2>/dev/null)
   fi
   [ -n "$changed" ]
 }
+# Writes a stamp by rename: never half written, and never through a file that another tree shares.
+write_stamp() { printf '%s\n' "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"; }
 tmpunit=$(mktemp)
 tmpwrap=$(mktemp)
 trap 'rm -f "$tmpunit" "$tmpwrap"' EXIT
 CHANGED=0
-if sync_tree; then CHANGED=1; say "installed the project in $PREFIX"; fi
+
+# An upgrade is staged: the new release is assembled and checked in PREFIX.staging while the installed one stays
+# as it was (and its service keeps running), then the two trade places by rename. Before, the new files were
+# written over the installed ones and `npm ci` emptied node_modules first: a download or a build that failed (a
+# bad network, a full card) left a speaker that no longer started, until install.sh was run again and succeeded.
+LIVE=$(R "$PREFIX") STAGE="$(R "$PREFIX").staging" PREVIOUS="$(R "$PREFIX").previous"
+# a swap cut between its two renames (power lost): the release that was installed is put back
+if [ ! -e "$LIVE" ] && [ -d "$PREVIOUS" ]; then
+  say "putting back $PREFIX (an earlier upgrade was cut off while swapping)"
+  mv -T "$PREVIOUS" "$LIVE"
+fi
+rm -rf "$STAGE" "$PREVIOUS" # what a failed or cut run left
+LOCK_STAMP=node_modules/.speaker-agent-lock.sha256
+# the lockfile and the Node ABI: a Node upgrade rebuilds the addons too
+LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1) abi $("$NODE" -p process.versions.modules)"
+lock_current() { [ "$(cat "$1/$LOCK_STAMP" 2>/dev/null)" = "$LOCK_SUM" ]; }
+
+stage_failed() { # why
+  rm -rf "$STAGE"
+  if [ -d "$LIVE" ]; then
+    die "$1: the installed release in $PREFIX is unchanged (its service keeps running); fix it and run $0 again" 3
+  fi
+  die "$1; fix it and run $0 again" 3
+}
+
+if [ -d "$LIVE" ] && ! DRY=1 sync_tree "$LIVE" && lock_current "$LIVE" && vendored_addons_current "$LIVE"; then
+  # installed and current: only a Debian library upgrade can have broken an addon since; rebuilt in place
+  ensure_addons "$LIVE" || die "the native addons do not work in $("$NODE" --version): see above" 3
+else
+  if [ -d "$LIVE" ]; then say "staging the new release in $PREFIX.staging (the installed one is kept until it is ready)"; fi
+  mkdir -p "$STAGE"
+  sync_tree "$STAGE" || true
+  if [ -d "$LIVE/node_modules" ] && lock_current "$LIVE"; then
+    # the same dependencies: copied, not linked (a rebuild in the stage must not write into the running release)
+    cp -a "$LIVE/node_modules" "$STAGE/" || stage_failed "copying node_modules into $PREFIX.staging failed (is the disk full?)"
+    for a in "${VENDORED_ADDONS[@]}"; do
+      [ -d "$LIVE/vendor/$a/build" ] && { cp -a "$LIVE/vendor/$a/build" "$STAGE/vendor/$a/" || stage_failed "copying vendor/$a/build failed"; }
+    done
+  else
+    say "npm ci --omit=dev (native addons build from source: a few minutes on a Pi)"
+    (cd "$STAGE" && npm_config_build_from_source=true npm ci --omit=dev --no-audit --no-fund) || stage_failed "npm ci failed"
+    # onnxruntime-node (the wake word engine) ships every platform's library, ~290 MB: keep this board's only
+    ort_bin="$STAGE/node_modules/onnxruntime-node/bin/napi-v6"
+    if [ -d "$ort_bin" ]; then
+      keep="$ort_bin/linux/$("$NODE" -p process.arch)"
+      find "$ort_bin" -mindepth 2 -maxdepth 2 -type d ! -path "$keep" -exec rm -rf {} +
+      find "$ort_bin" -mindepth 1 -maxdepth 1 -type d -empty -delete
+    fi
+    write_stamp "$STAGE/$LOCK_STAMP" "$LOCK_SUM"
+    vendored_addons_built "$STAGE"
+  fi
+  # an update that changed only vendor/'s addon sources: rebuilt in the stage
+  ensure_vendored_addons_current "$STAGE" || true # what does not load is named next
+  ensure_addons "$STAGE" || stage_failed "the native addons do not work in $("$NODE" --version) (see above)"
+  # The swap: one atomic exchange where coreutils has it (9.5+, trixie), else two renames, which a power cut can
+  # separate (the next run puts the previous release back, above).
+  if [ ! -d "$LIVE" ]; then
+    mv -T "$STAGE" "$LIVE"
+  elif ! mv --exchange -T "$STAGE" "$LIVE" 2>/dev/null; then
+    mv -T "$LIVE" "$PREVIOUS" && mv -T "$STAGE" "$LIVE"
+  else
+    mv -T "$STAGE" "$PREVIOUS"
+  fi
+  rm -rf "$PREVIOUS"
+  CHANGED=1
+  say "installed the project in $PREFIX"
+fi
 # The `speaker-agent` command for people on the board: the service's config and identity by default, so
 # `sudo speaker-agent doctor` / `status` look at the installed agent.
 cat > "$tmpwrap" <<WRAP
@@ -178,31 +249,6 @@ export SPEAKER_AGENT_COMPANION_DATA_DIR="\${SPEAKER_AGENT_COMPANION_DATA_DIR:-$C
 exec "$NODE" "$PREFIX/bin/speaker-agent.js" "\$@"
 WRAP
 [ -n "$(sync_file "$tmpwrap" "$(R /usr/local/bin/speaker-agent)" 755)" ] && CHANGED=1
-
-LOCK_STAMP=$(R "$PREFIX")/node_modules/.speaker-agent-lock.sha256
-# the lockfile and the Node ABI: a Node upgrade rebuilds the addons too
-LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1) abi $("$NODE" -p process.versions.modules)"
-if [ ! -f "$LOCK_STAMP" ] || [ "$(cat "$LOCK_STAMP")" != "$LOCK_SUM" ]; then
-  say "npm ci --omit=dev (native addons build from source: a few minutes on a Pi)"
-  (cd "$(R "$PREFIX")" && npm_config_build_from_source=true npm ci --omit=dev --no-audit --no-fund)
-  # onnxruntime-node (the wake word engine) ships every platform's library, ~290 MB: keep this board's only
-  ort_bin="$(R "$PREFIX")/node_modules/onnxruntime-node/bin/napi-v6"
-  if [ -d "$ort_bin" ]; then
-    keep="$ort_bin/linux/$("$NODE" -p process.arch)"
-    find "$ort_bin" -mindepth 2 -maxdepth 2 -type d ! -path "$keep" -exec rm -rf {} +
-    find "$ort_bin" -mindepth 1 -maxdepth 1 -type d -empty -delete
-  fi
-  mkdir -p "$(dirname "$LOCK_STAMP")"
-  echo "$LOCK_SUM" > "$LOCK_STAMP"
-  vendored_addons_built "$(R "$PREFIX")"
-  CHANGED=1
-fi
-# an update that changed only vendor/'s addon sources (synced above): rebuilt in place
-if ! vendored_addons_current "$(R "$PREFIX")"; then
-  ensure_vendored_addons_current "$(R "$PREFIX")" || true # what does not load is named next
-  CHANGED=1
-fi
-ensure_addons "$(R "$PREFIX")" || die "the native addons do not work in $("$NODE" --version): see above" 3
 
 # ---------- 4. the system user ----------
 if ! getent passwd "$SERVICE_USER" >/dev/null; then

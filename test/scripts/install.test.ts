@@ -6,11 +6,11 @@
 //   + FakeUsermod + FakeChown (the service user exists only in the fake root's /etc/passwd), FakeId (the
 //   script requires root), FakeNpm (`npm ci` would download and compile native addons for minutes: it links
 //   the checkout's already-built packages instead; onnxruntime-node is copied, as install.sh prunes it; `npm
-//   rebuild` is logged only).
+//   rebuild` is logged only; FAKE_NPM_CI_FAIL=1 makes `npm ci` fail as a lost download does).
 // Enrollment is real: the installed CLI enrolls against a real companion server.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync as readLink, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync as readLink, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -66,6 +66,8 @@ sed -i "s/^audio:x:29:\\(.*\\)$/audio:x:29:\\1,$name/; s/^audio:x:29:,/audio:x:2
 echo "npm $*" >> "$FAKE_LOGS/calls.log"
 [ "$1" = rebuild ] && exit 0 # logged only: the linked packages are the checkout's, already built
 [ "$1" = ci ] || { echo "FakeNpm: unsupported $*" >&2; exit 1; }
+# FAKE_NPM_CI_FAIL: a download that fails half way, after npm ci has emptied node_modules (as the real one does)
+if [ -n "\${FAKE_NPM_CI_FAIL:-}" ]; then rm -rf node_modules; mkdir -p node_modules/.partial; echo "npm error network ETIMEDOUT (FakeNpm)" >&2; exit 1; fi
 mkdir -p node_modules
 for d in "$CHECKOUT/node_modules"/* "$CHECKOUT/node_modules"/.bin; do ln -sfn "$d" "node_modules/$(basename "$d")"; done
 # copied, not linked: install.sh prunes its other platforms' libraries
@@ -201,6 +203,66 @@ describe('scripts/install.sh in a fake root', () => {
     clearLogs();
     await install('--yes');
     expect(readLog('calls.log').filter((c) => c.startsWith('npm'))).toEqual([]);
+  }, 180_000);
+
+  it('an upgrade whose files changed is staged beside the installed release, which it then replaces', async () => {
+    const live = path.join(fakeRoot, 'opt/speaker-agent');
+    const entry = path.join(live, 'dist/speaker-agent.js');
+    const shipped = readFileSync(entry, 'utf8');
+    // what an older release left: another entry, and a file this one no longer ships
+    writeFileSync(entry, '// an older release\n');
+    writeFileSync(path.join(live, 'dist/retired.js'), '// gone in this release\n');
+    clearLogs();
+    const r = await install('--yes');
+    expect(r.stdout).toContain('==> staging the new release in /opt/speaker-agent.staging (the installed one is kept until it is ready)');
+    expect(readFileSync(entry, 'utf8')).toBe(shipped);
+    expect(existsSync(path.join(live, 'dist/retired.js'))).toBe(false);
+    const calls = readLog('calls.log');
+    expect(calls.filter((c) => c.startsWith('npm'))).toEqual([]); // the same lockfile: node_modules was copied
+    expect(calls).toContain('systemctl restart speaker-agent.service');
+    expect(readdirSync(path.join(fakeRoot, 'opt')).sort()).toEqual(['speaker-agent']); // no stage, no previous
+  }, 180_000);
+
+  // Regression: npm ci ran in the installed tree, after its new files were written there; it empties node_modules
+  // first, so a download that failed left a speaker that did not start again until a rerun succeeded.
+  it('an upgrade whose npm ci fails leaves the installed release as it was, and the next run completes it', async () => {
+    const live = path.join(fakeRoot, 'opt/speaker-agent');
+    const stamp = path.join(live, 'node_modules/.speaker-agent-lock.sha256');
+    const current = readFileSync(stamp, 'utf8');
+    // installed from an older lockfile: this run must download
+    writeFileSync(stamp, current.replace(/^[0-9a-f]{64}/, '0'.repeat(64)));
+    writeFileSync(path.join(live, 'dist/speaker-agent.js'), '// an older release\n');
+    const before = treeHash(live);
+    clearLogs();
+    const failed = await installIn(fakeRoot, { FAKE_NPM_CI_FAIL: '1' }, '--yes').then(
+      () => 'succeeded',
+      (err: Error) => err.message,
+    );
+    expect(failed).toMatch(/exited 3/);
+    expect(failed).toContain('install: npm ci failed: the installed release in /opt/speaker-agent is unchanged (its service keeps running)');
+    expect(treeHash(live).entries).toEqual(before.entries);
+    expect(readdirSync(path.join(fakeRoot, 'opt')).sort()).toEqual(['speaker-agent']);
+    expect(readLog('calls.log').filter((c) => /^systemctl (start|restart|stop)/.test(c))).toEqual([]);
+
+    clearLogs();
+    await install('--yes');
+    expect(readLog('calls.log')).toEqual(expect.arrayContaining(['npm ci --omit=dev --no-audit --no-fund', 'systemctl restart speaker-agent.service']));
+    expect(readFileSync(stamp, 'utf8')).toBe(current);
+    expect(readFileSync(path.join(live, 'dist/speaker-agent.js'), 'utf8')).toBe(readFileSync(path.join(ROOT, 'dist/speaker-agent.js'), 'utf8'));
+    expect(readdirSync(path.join(fakeRoot, 'opt')).sort()).toEqual(['speaker-agent']);
+  }, 180_000);
+
+  it('a swap cut off between its two renames (power lost) is put back by the next run', async () => {
+    const live = path.join(fakeRoot, 'opt/speaker-agent');
+    const before = treeHash(live);
+    renameSync(live, `${live}.previous`);
+    clearLogs();
+    const r = await install('--yes');
+    expect(r.stdout).toContain('==> putting back /opt/speaker-agent (an earlier upgrade was cut off while swapping)');
+    expect(r.stdout).not.toContain('staging');
+    expect(treeHash(live).entries).toEqual(before.entries);
+    expect(readLog('calls.log').filter((c) => c.startsWith('npm'))).toEqual([]);
+    expect(readdirSync(path.join(fakeRoot, 'opt')).sort()).toEqual(['speaker-agent']);
   }, 180_000);
 
   it('--uninstall removes the service and the project but keeps config and identity', async () => {
