@@ -7,7 +7,7 @@
 // and group (ownerOfDirectory): written as root:root 0600, the service could no longer read its own identity or
 // config and stopped at every start.
 import { randomBytes } from 'node:crypto';
-import { promises as fs, constants as fsc, chmodSync, chownSync, statSync } from 'node:fs';
+import { promises as fs, constants as fsc, chmodSync, chownSync, lchownSync, lstatSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -106,4 +106,42 @@ export function adoptDirectoryOwner(file: string, o: { groupRead?: boolean } = {
   } catch {
     /* as it was */
   }
+}
+
+/** For files written as root by code that writes its own way (SQLite, the companion's stores): every entry below
+ *  `dir` that root owns takes `dir`'s owner and group. Symbolic links are not followed. Does nothing when not
+ *  root or when `dir` is root's; best effort. Returns how many entries it changed. */
+export function adoptDirectoryOwnerTree(dir: string): number {
+  let owner: { uid: number; gid: number } | undefined;
+  try {
+    owner = ownerOfDirectory(dir);
+  } catch {
+    return 0; // no such directory
+  }
+  if (!owner) return 0;
+  const to = owner;
+  let changed = 0;
+  const walk = (d: string): void => {
+    let names: string[];
+    try {
+      names = readdirSync(d);
+    } catch {
+      return;
+    }
+    for (const n of names) {
+      const p = path.join(d, n);
+      try {
+        const st = lstatSync(p);
+        if (st.uid === 0) {
+          lchownSync(p, to.uid, to.gid);
+          changed++;
+        }
+        if (st.isDirectory()) walk(p);
+      } catch {
+        /* gone meanwhile, or not ours to change: as it was */
+      }
+    }
+  };
+  walk(dir);
+  return changed;
 }

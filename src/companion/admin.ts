@@ -16,6 +16,7 @@ import { designVoice } from './speech/voiceDesign.js';
 import { DEFAULT_STORIES, DEFAULT_VOICES } from './seedContent.js';
 import { StoryImportSchema } from './storyImport.js';
 import { CodedError } from '../common/errors.js';
+import { adoptDirectoryOwnerTree } from '../common/atomicFile.js';
 import { jsonSyntaxError } from '../common/jsonSyntax.js';
 
 export class AdminError extends CodedError<'NOT_FOUND' | 'INVALID_INPUT' | 'CONFLICT'> {
@@ -51,10 +52,15 @@ export class CompanionAdmin {
 
   constructor(readonly dataDir: string) {
     this.db = openDatabase(dataDir);
+    adoptDirectoryOwnerTree(dataDir); // the database (and its -wal/-shm) a root command just created
   }
 
+  /** Run as root (`sudo speaker-agent companion ...` on a speaker), what the command wrote in the service's data
+   *  directory takes the directory's owner: left root's, the service could not open its database or key files
+   *  and stopped at every start. */
   close(): void {
     this.db.close();
+    adoptDirectoryOwnerTree(this.dataDir);
   }
 
   /** Creates a workspace; the returned key is shown once (only its hash is stored). */

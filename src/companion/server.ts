@@ -12,6 +12,7 @@ import { restApi } from './routes/restApi.js';
 import { ensureVoicePreviews } from './services/voicePreviews.js';
 import type { CompanionSettings } from './settings.js';
 import { listVoiceFilePaths } from './db/voices.js';
+import { adoptDirectoryOwnerTree } from '../common/atomicFile.js';
 
 export interface CompanionServer {
   url: string;
@@ -87,9 +88,12 @@ export async function startCompanionServer(settings: CompanionSettings, opts: St
       await ctx.speech.recognizer.close().catch(() => undefined);
     }
     ctx.db.close();
+    // `sudo speaker-agent companion` by hand on a speaker: what it wrote stays the service's to open
+    adoptDirectoryOwnerTree(settings.dataDir);
   };
 
   try {
+    adoptDirectoryOwnerTree(settings.dataDir); // the database and signing key a root start just created
     ctx.audio.sweepOrphanVoiceFiles(new Set(listVoiceFilePaths(ctx.db)));
     const http = Fastify({
       loggerInstance: logger as unknown as FastifyBaseLogger,

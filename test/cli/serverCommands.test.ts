@@ -2,7 +2,7 @@
 // sound card: enroll (TOFU), voices, say, stories, the companion admin commands, and doctor passing, then
 // failing with the right fix when the server is down, the secret is wrong, or the mixer control is missing.
 // Each test spawns several real processes (~1-3 s each on a loaded machine): hence the longer timeouts.
-import { chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { playIntoSink, rms, startRecording, tone } from '../support/audioCapture.js';
@@ -150,6 +150,28 @@ describe('companion admin commands', () => {
     const clients = json<{ clients: { id: string; enrolled: boolean }[] }>(await runCli(['companion', 'client', 'list', '--data-dir', companion.dataDir, '--json'], dev.env));
     expect(clients.clients.some((c) => c.enrolled)).toBe(true);
   }, 180_000);
+
+  // as root only (CI is): the data directory belongs to the service user, as the companion's unit makes it
+  it.skipIf(process.getuid?.() !== 0)("regression: `sudo speaker-agent companion ...` on a speaker left the files it created root's (the database, the default workspace's key), so the service could not open them; they take the directory's owner", async () => {
+    const dir = path.join(dev.root, 'companion-data-service');
+    mkdirSync(dir, { mode: 0o700 });
+    chownSync(dir, 4242, 4243); // /var/lib/speaker-agent-companion: speaker-agent's
+    const dd = ['--data-dir', dir];
+    expect((await runCli(['companion', 'workspace', 'ensure-default', ...dd, '--print-key'], dev.env)).code).toBe(0);
+    expect((await runCli(['companion', 'voice', 'design', ...dd, '--workspace', 'default', '--name', 'Calm', '--design', 'a calm low male voice'], dev.env)).code).toBe(0);
+    const rootOwned: string[] = [];
+    const walk = (d: string): void => {
+      for (const n of readdirSync(d)) {
+        const p = path.join(d, n);
+        const st = lstatSync(p);
+        if (st.uid !== 4242 || st.gid !== 4243) rootOwned.push(`${path.relative(dir, p)} ${st.uid}:${st.gid}`);
+        if (st.isDirectory()) walk(p);
+      }
+    };
+    walk(dir);
+    expect(readdirSync(dir)).toEqual(expect.arrayContaining(['companion.sqlite']));
+    expect(rootOwned).toEqual([]);
+  }, 120_000);
 });
 
 describe('doctor', () => {

@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { chown, lstat, mkdir, mkdtemp, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanAtomicTempFiles, writeFileAtomic } from '../../src/common/atomicFile.js';
+import { adoptDirectoryOwnerTree, cleanAtomicTempFiles, writeFileAtomic } from '../../src/common/atomicFile.js';
 import { ROOT, runTs } from '../support/childProcess.js';
 
 const tmp = () => mkdtemp(path.join(os.tmpdir(), 'atomic-'));
@@ -52,5 +52,32 @@ describe('writeFileAtomic', () => {
     ).rejects.toThrow('disk full');
     expect(await readFile(f, 'utf8')).toBe('keep');
     expect(await readdir(dir)).toEqual(['x.json']);
+  });
+});
+
+describe('adoptDirectoryOwnerTree', () => {
+  // as root only (CI is): the directory belongs to a service user
+  it.skipIf(process.getuid?.() !== 0)("gives root's entries below a service's directory that directory's owner, and does not follow a link out of it", async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'adopt-'));
+    const dir = path.join(tmp, 'data');
+    await mkdir(path.join(dir, 'audio/tts'), { recursive: true });
+    await writeFile(path.join(dir, 'companion.sqlite'), 'db');
+    await writeFile(path.join(dir, 'audio/tts/a.ogg'), 'a');
+    await writeFile(path.join(tmp, 'outside'), 'not the service\'s');
+    await symlink(path.join(tmp, 'outside'), path.join(dir, 'link'));
+    await chown(path.join(dir, 'audio/tts'), 4300, 4301); // already the service's: left as it is
+    await chown(dir, 4242, 4243);
+    expect(adoptDirectoryOwnerTree(dir)).toBe(4); // audio, companion.sqlite, link (itself), audio/tts/a.ogg
+    for (const p of ['companion.sqlite', 'audio', 'audio/tts/a.ogg', 'link']) {
+      const st = await lstat(path.join(dir, p));
+      expect({ p, uid: st.uid, gid: st.gid }).toEqual({ p, uid: 4242, gid: 4243 });
+    }
+    expect((await stat(path.join(dir, 'audio/tts'))).uid).toBe(4300);
+    expect((await stat(path.join(tmp, 'outside'))).uid).toBe(0);
+    expect(adoptDirectoryOwnerTree(dir)).toBe(0); // nothing left to change
+    await chown(dir, 0, 0);
+    await writeFile(path.join(dir, 'root.txt'), 'r');
+    expect(adoptDirectoryOwnerTree(dir)).toBe(0); // root's own directory: nothing to adopt
+    expect(adoptDirectoryOwnerTree(path.join(tmp, 'missing'))).toBe(0);
   });
 });
