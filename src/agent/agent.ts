@@ -135,6 +135,8 @@ export class SpeakerAgent extends EventEmitter {
   private wakeEngine: WakeWordEngine | undefined;
   private wakeEngineSince = 0;
   private wakeRestarts = 0;
+  private wakeLastReason = '';
+  private wakeReloadTimer: NodeJS.Timeout | undefined;
   private wakeStatus: ListeningStatus['wakeWord'];
   private keepAliveTimer: SharedInterval | undefined;
   /** where the wake gate's pre-roll starts when the next change opens it (set by a wake event) */
@@ -253,6 +255,8 @@ export class SpeakerAgent extends EventEmitter {
       await this.loop;
       this.loop = undefined;
       await this.audio?.close().catch((err) => this.log.warn({ err: toAgentError(err, 'audio').toJSON() }, 'closing audio failed'));
+      clearTimeout(this.wakeReloadTimer);
+      this.wakeReloadTimer = undefined;
       const engine = this.wakeEngine;
       this.wakeEngine = undefined;
       await engine?.close().catch((err) => this.log.warn({ err: (err as Error).message }, 'closing the wake word engine failed'));
@@ -379,9 +383,16 @@ export class SpeakerAgent extends EventEmitter {
       this.log.info({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: kind }, 'wake word engine ready');
     } catch (err) {
       const e = toAgentError(err, 'internal');
-      this.wakeStatus = { phrase: l.wakePhrase, engine: 'unavailable', error: e.message };
-      // Safe side: the microphone stays off the wire; only `speaker-agent listen` opens it.
-      this.log.error({ err: e.toJSON() }, 'the wake word engine did not load: only `speaker-agent listen` opens the microphone');
+      if (e.code === 'config_invalid') {
+        this.wakeStatus = { phrase: l.wakePhrase, engine: 'unavailable', error: e.message };
+        // Safe side: the microphone stays off the wire; only `speaker-agent listen` opens it.
+        this.log.error({ err: e.toJSON() }, 'the wake word engine did not load: only `speaker-agent listen` opens the microphone');
+        return;
+      }
+      // Anything else may pass (a thread that died while starting, a model read failing on a worn card, a library
+      // apt installs later): tried again. Before, a reload after a crash that failed once left the speaker
+      // without its wake word until a restart, and `status` said `unavailable` for weeks.
+      if (this.loop) this.scheduleWakeReload(e.message, false);
     }
   }
 
@@ -391,15 +402,27 @@ export class SpeakerAgent extends EventEmitter {
     if (this.wakeEngine !== engine || !this.loop) return;
     this.wakeEngine = undefined;
     this.audio?.wakeGate.setEngine(undefined);
+    this.scheduleWakeReload(err.message, true);
+  }
+
+  /** The next load of the wake word engine: after 1 s, doubling to 60 s while loads or runs keep failing; an
+   *  engine that ran for a minute before it failed starts the count again. Logged in full for the first five tries
+   *  and whenever the reason changes (a board without its model would otherwise log 1,440 lines a day). */
+  private scheduleWakeReload(reason: string, afterRun: boolean): void {
     const l = this.deps.settings.listening;
-    this.wakeRestarts = performance.now() - this.wakeEngineSince > 60_000 ? 1 : this.wakeRestarts + 1;
-    const delayMs = Math.min(60_000, 1_000 * 2 ** (this.wakeRestarts - 1));
-    this.wakeStatus = { phrase: l.wakePhrase, engine: 'loading', error: err.message };
-    this.log.warn({ err: err.message, restartInMs: delayMs }, 'wake word engine failed: loading it again');
-    const t = setTimeout(() => {
+    this.wakeRestarts = afterRun && performance.now() - this.wakeEngineSince > 60_000 ? 1 : this.wakeRestarts + 1;
+    const delayMs = Math.min(60_000, 1_000 * 2 ** Math.min(6, this.wakeRestarts - 1));
+    this.wakeStatus = { phrase: l.wakePhrase, engine: 'loading', error: reason };
+    const what = afterRun ? 'wake word engine failed: loading it again' : 'the wake word engine did not load: trying again (until then only `speaker-agent listen` opens the microphone)';
+    if (this.wakeRestarts <= 5 || reason !== this.wakeLastReason) this.log.warn({ err: reason, restartInMs: delayMs, attempt: this.wakeRestarts }, what);
+    else this.log.debug({ err: reason, restartInMs: delayMs, attempt: this.wakeRestarts }, what);
+    this.wakeLastReason = reason;
+    clearTimeout(this.wakeReloadTimer);
+    this.wakeReloadTimer = setTimeout(() => {
+      this.wakeReloadTimer = undefined;
       if (this.loop && !this.wakeEngine) void this.loadWakeEngine();
     }, delayMs);
-    t.unref();
+    this.wakeReloadTimer.unref();
   }
 
   private onWake(e: WakeEvent): void {

@@ -7,11 +7,13 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpeakerAgent } from '../../src/agent/agent.js';
+import { AgentError } from '../../src/agent/errors.js';
 import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
 import { generateIdentity } from '../../src/agent/identity.js';
 import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
 import type { ReconnectContext } from '../../src/agent/reconnectPolicy.js';
 import { parseSettings } from '../../src/agent/settings.js';
+import type { WakeWordEngine } from '../../src/agent/wake/wakeEngine.js';
 import { createLogger } from '../../src/common/logger.js';
 import { ScriptedTransport } from '../support/scriptedTransport.js';
 import { TestAssistantPeer } from '../support/testAssistantPeer.js';
@@ -87,6 +89,68 @@ describe('SpeakerAgent', () => {
     expect(seen.map((c) => c.attempt).slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
     expect(seen.every((c) => c.lastError?.code === 'auth_rejected')).toBe(true);
     expect(lines.filter((l) => l.includes('trust on first use'))).toHaveLength(1);
+  });
+
+  // The engine here is a FakeWakeEngine: a worker thread that dies on its own (out of memory on a 512 MB board)
+  // and a start that fails once cannot be caused on demand in the real ones.
+  it('regression: a wake word engine that crashed and whose reload failed once stayed gone until a restart; it is loaded again with backoff', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY });
+    await peer.start();
+    const { lines, logger } = memoryLogger();
+    const crash: ((err: Error) => void)[] = [];
+    const fakeEngine = (): WakeWordEngine => ({ feed: () => undefined, onWake: () => undefined, onFailure: (l) => void crash.push(l), close: async () => undefined });
+    const loads: string[] = [];
+    const script: (() => WakeWordEngine)[] = [
+      fakeEngine,
+      () => {
+        throw new AgentError('audio', 'wake word engine thread exited during start (code 1)');
+      },
+      fakeEngine,
+    ];
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'wake' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger,
+      wakeEngineFactory: async () => {
+        loads.push(`load ${loads.length + 1}`);
+        return script[loads.length - 1]!();
+      },
+    });
+    await agent.start();
+    await until(() => agent!.listeningStatus().wakeWord.engine === 'ready', 10_000, 'the first engine');
+    crash[0]!(new Error('wake word engine thread exited (code 134)'));
+    expect(agent.listeningStatus().wakeWord).toMatchObject({ engine: 'loading', error: 'wake word engine thread exited (code 134)' });
+    // 1 s: the reload fails; 2 s later: loaded
+    await until(() => loads.length === 2, 3_000, 'the reload');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(agent.listeningStatus().wakeWord).toMatchObject({ engine: 'loading', error: 'wake word engine thread exited during start (code 1)' });
+    await until(() => agent!.listeningStatus().wakeWord.engine === 'ready', 4_000, 'the engine loaded again');
+    expect(loads).toHaveLength(3);
+    expect(lines.some((l) => l.includes('the wake word engine did not load: trying again') && l.includes('"restartInMs":2000'))).toBe(true);
+  });
+
+  it('a wake word engine that cannot load for its configuration is not tried again', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY });
+    await peer.start();
+    let loads = 0;
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'wake' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'silent' }),
+      wakeEngineFactory: async () => {
+        loads++;
+        throw new AgentError('config_invalid', 'wake word model not found: /nowhere.onnx');
+      },
+    });
+    await agent.start();
+    await until(() => agent!.listeningStatus().wakeWord.engine === 'unavailable', 5_000, 'unavailable');
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(loads).toBe(1);
+    expect(agent.listeningStatus().wakeWord).toMatchObject({ engine: 'unavailable', error: 'wake word model not found: /nowhere.onnx' });
   });
 
   it('thousands of reconnects: nothing grows (transcripts bounded, heap flat)', async () => {
