@@ -239,8 +239,8 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   fi
   say "install.sh run again: nothing changed"
 
-  # An upgrade over an older release (its entry file stands for it): staged beside it, checked, swapped in (by
-  # `mv --exchange` where the release'"'"'s coreutils has it: trixie), nothing left beside /opt/speaker-agent.
+  # An upgrade over an older release (its entry file stands for it): staged beside it, checked, swapped in (one
+  # exchange of the two directories, through the root'"'"'s own python3), nothing left beside /opt/speaker-agent.
   echo "// an older release" > "$ROOT/opt/speaker-agent/dist/speaker-agent.js"
   in_root "bash scripts/install.sh --companion --yes" > "$LOG_DIR/install-upgrade.log" 2>&1 ||
     { tail -20 "$LOG_DIR/install-upgrade.log" | sed "s/^/    /" >&2; fail "install.sh failed to upgrade (log: $LOG_DIR/install-upgrade.log)"; }

@@ -167,7 +167,8 @@ sync_tree() { # dst
 write_stamp() { printf '%s\n' "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"; }
 tmpunit=$(mktemp)
 tmpwrap=$(mktemp)
-trap 'rm -f "$tmpunit" "$tmpwrap"' EXIT
+STAGE_LEFT="" # a stage being assembled: removed however the run ends (a failure, Ctrl-C), never left on the card
+trap 'rm -f "$tmpunit" "$tmpwrap"; [ -z "$STAGE_LEFT" ] || rm -rf "$STAGE_LEFT"' EXIT
 CHANGED=0
 
 # An upgrade is staged: the new release is assembled and checked in PREFIX.staging while the installed one stays
@@ -175,6 +176,14 @@ CHANGED=0
 # written over the installed ones and `npm ci` emptied node_modules first: a download or a build that failed (a
 # bad network, a full card) left a speaker that no longer started, until install.sh was run again and succeeded.
 LIVE=$(R "$PREFIX") STAGE="$(R "$PREFIX").staging" PREVIOUS="$(R "$PREFIX").previous"
+# One run at a time (a retry over ssh while the first still compiles would delete its stage mid-swap): a lock on
+# the directory that holds the release, kept until this run exits; it creates no file.
+mkdir -p "$(dirname "$LIVE")"
+exec 9<"$(dirname "$LIVE")"
+flock -n 9 || die "another install.sh is running (it holds $(dirname "$PREFIX")); wait for it to finish" 3
+# A release swapped in whose service was not restarted yet (the run stopped after the swap, or --no-start): the
+# next run that starts services restarts it, so the old process never runs on with the new files.
+RESTART_MARK=.restart-pending
 # a swap cut between its two renames (power lost): the release that was installed is put back
 if [ ! -e "$LIVE" ] && [ -d "$PREVIOUS" ]; then
   say "putting back $PREFIX (an earlier upgrade was cut off while swapping)"
@@ -186,8 +195,30 @@ LOCK_STAMP=node_modules/.speaker-agent-lock.sha256
 LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1) abi $("$NODE" -p process.versions.modules)"
 lock_current() { [ "$(cat "$1/$LOCK_STAMP" 2>/dev/null)" = "$LOCK_SUM" ]; }
 
-stage_failed() { # why
-  rm -rf "$STAGE"
+# The swap: one atomic exchange of the two directories (renameat2 RENAME_EXCHANGE, through python3, which step 1
+# installs: coreutils' `mv --exchange` is only in 9.5+, not bookworm's). Where the filesystem cannot exchange,
+# two renames, which a power cut can separate: the next run puts the previous release back (above).
+swap_releases() {
+  local rc=0
+  python3 - "$STAGE" "$LIVE" <<'PY' || rc=$?
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+if libc.renameat2(AT_FDCWD, os.fsencode(sys.argv[1]), AT_FDCWD, os.fsencode(sys.argv[2]), RENAME_EXCHANGE) != 0:
+    e = ctypes.get_errno()
+    print(f"install: exchanging {sys.argv[1]} and {sys.argv[2]}: {os.strerror(e)}", file=sys.stderr)
+    sys.exit(3 if e in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP) else 1)
+PY
+  case $rc in
+    0) mv -T "$STAGE" "$PREVIOUS" ;; # the installed release, now in the stage's place
+    3) mv -T "$LIVE" "$PREVIOUS" || stage_failed "cannot move $PREFIX aside"
+       mv -T "$STAGE" "$LIVE" || { mv -T "$PREVIOUS" "$LIVE"; stage_failed "cannot move $PREFIX.staging to $PREFIX"; } ;;
+    *) stage_failed "cannot swap in the new release" ;;
+  esac
+  sync -f "$LIVE"
+}
+
+stage_failed() { # why (the EXIT trap removes the stage)
   if [ -d "$LIVE" ]; then
     die "$1: the installed release in $PREFIX is unchanged (its service keeps running); fix it and run $0 again" 3
   fi
@@ -199,8 +230,9 @@ if [ -d "$LIVE" ] && ! DRY=1 sync_tree "$LIVE" && lock_current "$LIVE" && vendor
   ensure_addons "$LIVE" || die "the native addons do not work in $("$NODE" --version): see above" 3
 else
   if [ -d "$LIVE" ]; then say "staging the new release in $PREFIX.staging (the installed one is kept until it is ready)"; fi
+  STAGE_LEFT=$STAGE
   mkdir -p "$STAGE"
-  sync_tree "$STAGE" || true
+  sync_tree "$STAGE" || true # checked whole below, before the swap
   if [ -d "$LIVE/node_modules" ] && lock_current "$LIVE"; then
     # the same dependencies: copied, not linked (a rebuild in the stage must not write into the running release)
     cp -a "$LIVE/node_modules" "$STAGE/" || stage_failed "copying node_modules into $PREFIX.staging failed (is the disk full?)"
@@ -223,15 +255,17 @@ else
   # an update that changed only vendor/'s addon sources: rebuilt in the stage
   ensure_vendored_addons_current "$STAGE" || true # what does not load is named next
   ensure_addons "$STAGE" || stage_failed "the native addons do not work in $("$NODE" --version) (see above)"
-  # The swap: one atomic exchange where coreutils has it (9.5+, trixie), else two renames, which a power cut can
-  # separate (the next run puts the previous release back, above).
+  # every file copied whole (a write that failed, a full card, is found here, not on the speaker)
+  if DRY=1 sync_tree "$STAGE"; then stage_failed "the release's files did not copy whole into $PREFIX.staging (is the disk full?)"; fi
+  touch "$STAGE/$RESTART_MARK"
+  # on the card before the swap: else a power cut soon after it could leave the new release's files empty
+  sync -f "$STAGE"
   if [ ! -d "$LIVE" ]; then
-    mv -T "$STAGE" "$LIVE"
-  elif ! mv --exchange -T "$STAGE" "$LIVE" 2>/dev/null; then
-    mv -T "$LIVE" "$PREVIOUS" && mv -T "$STAGE" "$LIVE"
+    mv -T "$STAGE" "$LIVE" || stage_failed "cannot move $PREFIX.staging to $PREFIX"
   else
-    mv -T "$STAGE" "$PREVIOUS"
+    swap_releases
   fi
+  STAGE_LEFT=""
   rm -rf "$PREVIOUS"
   CHANGED=1
   say "installed the project in $PREFIX"
@@ -336,11 +370,13 @@ fi
 
 # ---------- 7. start ----------
 if [ "$SYSTEMD_UP" = 0 ]; then
+  rm -f "$LIVE/$RESTART_MARK" # nothing runs here: the next boot starts the new release
   say "systemd is not running here (systemctl: ${SYSTEMD_STATE:-no answer}; a chroot or a container): ${UNITS[*]} enabled, not started; they start at the next boot"
   say "done. On the booted machine: sudo speaker-agent doctor   (logs: journalctl -u speaker-agent -f)"
   exit 0
 fi
 if [ "$START" = 1 ]; then
+  [ -f "$LIVE/$RESTART_MARK" ] && CHANGED=1
   for u in "${UNITS[@]}"; do
     if ! systemctl is-active --quiet "$u"; then
       say "starting $u"; systemctl start "$u"
@@ -348,5 +384,6 @@ if [ "$START" = 1 ]; then
       say "restarting $u (updated)"; systemctl restart "$u"
     fi
   done
+  rm -f "$LIVE/$RESTART_MARK"
 fi
 say "done. Check it with: sudo speaker-agent doctor   (logs: journalctl -u speaker-agent -f)"

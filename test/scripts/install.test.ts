@@ -6,9 +6,10 @@
 //   + FakeUsermod + FakeChown (the service user exists only in the fake root's /etc/passwd), FakeId (the
 //   script requires root), FakeNpm (`npm ci` would download and compile native addons for minutes: it links
 //   the checkout's already-built packages instead; onnxruntime-node is copied, as install.sh prunes it; `npm
-//   rebuild` is logged only; FAKE_NPM_CI_FAIL=1 makes `npm ci` fail as a lost download does).
+//   rebuild` is logged only; FAKE_NPM_CI_FAIL=1 makes `npm ci` fail as a lost download does), FakePython3 (only
+//   with FAKE_NO_EXCHANGE=1: a filesystem that cannot exchange two directories).
 // Enrollment is real: the installed CLI enrolls against a real companion server.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync as readLink, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -62,6 +63,14 @@ sed -i "s/^audio:x:29:\\(.*\\)$/audio:x:29:\\1,$name/; s/^audio:x:29:,/audio:x:2
   userdel: `echo "userdel $*" >> "$FAKE_LOGS/calls.log"`,
   chown: `echo "chown $*" >> "$FAKE_LOGS/chown.log"`,
   id: `[ "$1" = -u ] && echo 0 || exec /usr/bin/id "$@"`,
+  // FakePython3 for one case only: FAKE_NO_EXCHANGE=1 answers install.sh's directory exchange as a filesystem
+  // without RENAME_EXCHANGE does (EINVAL, exit 3); everything else is the real python3
+  python3: `
+if [ -n "\${FAKE_NO_EXCHANGE:-}" ] && [ "$1" = - ]; then
+  script=$(cat); if grep -q RENAME_EXCHANGE <<< "$script"; then echo "install: exchanging $2 and $3: Invalid argument (FakePython3)" >&2; exit 3; fi
+  exec /usr/bin/python3 - "\${@:2}" <<< "$script"
+fi
+exec /usr/bin/python3 "$@"`,
   npm: `
 echo "npm $*" >> "$FAKE_LOGS/calls.log"
 [ "$1" = rebuild ] && exit 0 # logged only: the linked packages are the checkout's, already built
@@ -251,6 +260,51 @@ describe('scripts/install.sh in a fake root', () => {
     expect(readFileSync(path.join(live, 'dist/speaker-agent.js'), 'utf8')).toBe(readFileSync(path.join(ROOT, 'dist/speaker-agent.js'), 'utf8'));
     expect(readdirSync(path.join(fakeRoot, 'opt')).sort()).toEqual(['speaker-agent']);
   }, 180_000);
+
+  it('where the filesystem cannot exchange two directories, the upgrade swaps by two renames', async () => {
+    const live = path.join(fakeRoot, 'opt/speaker-agent');
+    writeFileSync(path.join(live, 'dist/speaker-agent.js'), '// an older release\n');
+    clearLogs();
+    const r = await installIn(fakeRoot, { FAKE_NO_EXCHANGE: '1' }, '--yes');
+    expect(r.stderr).toContain('Invalid argument (FakePython3)');
+    expect(readFileSync(path.join(live, 'dist/speaker-agent.js'), 'utf8')).toBe(readFileSync(path.join(ROOT, 'dist/speaker-agent.js'), 'utf8'));
+    expect(readdirSync(path.join(fakeRoot, 'opt')).sort()).toEqual(['speaker-agent']);
+    expect(readLog('calls.log')).toContain('systemctl restart speaker-agent.service');
+  }, 180_000);
+
+  it('an upgrade installed with --no-start is restarted by the next run that starts services', async () => {
+    const live = path.join(fakeRoot, 'opt/speaker-agent');
+    writeFileSync(path.join(live, 'dist/speaker-agent.js'), '// an older release\n');
+    clearLogs();
+    await install('--yes', '--no-start');
+    expect(readLog('calls.log').filter((c) => /^systemctl (start|restart)/.test(c))).toEqual([]);
+    expect(existsSync(path.join(live, '.restart-pending'))).toBe(true);
+    clearLogs();
+    const r = await install('--yes');
+    expect(r.stdout).not.toContain('staging'); // nothing new to install: only the restart it still owed
+    expect(readLog('calls.log')).toContain('systemctl restart speaker-agent.service');
+    expect(existsSync(path.join(live, '.restart-pending'))).toBe(false);
+  }, 180_000);
+
+  it('a second install.sh while one runs stops at once and changes nothing', async () => {
+    const live = path.join(fakeRoot, 'opt/speaker-agent');
+    const before = treeHash(live);
+    // the lock a running install.sh holds: on the directory that holds the release (--no-fork: the killed
+    // process is the one that holds it)
+    const holder = spawn('flock', ['--no-fork', path.join(fakeRoot, 'opt'), 'sleep', '30'], { stdio: 'ignore' });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      clearLogs();
+      const failed = await install('--yes').then(() => 'succeeded', (err: Error) => err.message);
+      expect(failed).toMatch(/exited 3/);
+      expect(failed).toContain('install: another install.sh is running');
+      expect(treeHash(live).entries).toEqual(before.entries);
+      expect(readLog('calls.log').filter((c) => !/^systemctl is-/.test(c))).toEqual([]);
+    } finally {
+      holder.kill();
+      await new Promise((r) => holder.once('exit', r));
+    }
+  }, 60_000);
 
   it('a swap cut off between its two renames (power lost) is put back by the next run', async () => {
     const live = path.join(fakeRoot, 'opt/speaker-agent');
