@@ -56,6 +56,11 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
   private realtimeSeen: number | undefined;
   private waiters: (() => void)[] = [];
   private closing: Promise<void> | undefined;
+  /** Bumped by end(): an attempt begun before it is stale (a mic off/on while it waited must not leave it and the
+   *  new one each opening a stream), so it opens nothing and closes what it opened. */
+  private epoch = 0;
+  /** the attempt last begun (it may still be waiting or opening) */
+  private attempting: Promise<void> | undefined;
   /** when the device open now opened (performance.now()) */
   private openedAt = 0;
   /** the device open now was reopened after it failed while running (its own quick failure is a flap) */
@@ -110,20 +115,26 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     await this.attempt();
   }
 
-  private async attempt(): Promise<void> {
+  private attempt(): Promise<void> {
+    this.attempting = this.tryOpen();
+    return this.attempting;
+  }
+
+  private async tryOpen(): Promise<void> {
     this.timer = undefined;
     if (this.state === 'closed') return;
+    const epoch = this.epoch;
     let dev: D;
     try {
       await this.closing;
-      if ((this.state as DeviceState) === 'closed') return;
+      if (epoch !== this.epoch) return; // stop() was called meanwhile (and start() may have begun another attempt)
       dev = await this.openInner();
     } catch (err) {
-      this.failed(toDeviceError(err));
+      if (epoch === this.epoch) this.failed(toDeviceError(err));
       return;
     }
-    if ((this.state as DeviceState) === 'closed') {
-      await dev.stop(); // stop() was called while opening
+    if (epoch !== this.epoch) {
+      await dev.stop().catch(() => undefined); // stop() was called while opening
       return;
     }
     dev.onError = (err) => {
@@ -222,8 +233,13 @@ abstract class ResilientDevice<D extends CaptureDevice | PlaybackDevice> {
     const dev = this.inner;
     this.inner = undefined;
     this.loggedCode = undefined;
+    this.epoch++;
     this.setState('closed');
-    if (dev) await dev.stop();
+    const stopped = dev?.stop();
+    // The next open waits for this close and for an attempt in flight to drop or close its stream: two streams at
+    // once are a "busy" device on raw ALSA, and PortAudio is not thread-safe.
+    this.closing = Promise.allSettled([this.closing, this.attempting, stopped]).then(() => undefined);
+    await stopped;
   }
 
   private setState(s: DeviceState, err?: AudioDeviceError): void {

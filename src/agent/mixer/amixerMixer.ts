@@ -45,8 +45,11 @@ export class AmixerMixer implements Mixer {
   private readonly cardLabel: string;
   private readonly amixer: string;
   private readonly timeoutMs: number;
-  private control: string | undefined;
+  /** the configured control: never replaced */
+  private readonly control: string | undefined;
+  /** the automatic choice, forgotten when the card no longer has it (another card now behind mixer.card) */
   private chosen: Promise<string> | undefined;
+  private chosenName: string | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   /** Mute emulation for controls without a switch: the level to restore on unmute. */
   private emulatedMuteRestore: number | undefined;
@@ -68,7 +71,7 @@ export class AmixerMixer implements Mixer {
 
   get description(): string {
     const card = /^\d+$/.test(this.cardLabel) && this.cardName ? `card ${this.cardLabel} (${this.cardName})` : `card ${this.cardLabel}`;
-    return `${card}, control ${this.control ?? '(automatic)'}`;
+    return `${card}, control ${this.control ?? this.chosenName ?? '(automatic)'}`;
   }
 
   /** Lists the card's simple controls with their capabilities. */
@@ -78,7 +81,7 @@ export class AmixerMixer implements Mixer {
   }
 
   get(): Promise<MixerState> {
-    return this.serial(async () => this.read(await this.controlName()));
+    return this.serial(() => this.onControl((control) => this.read(control)));
   }
 
   setVolume(percent: number): Promise<MixerState> {
@@ -87,30 +90,32 @@ export class AmixerMixer implements Mixer {
         throw new MixerError('mixer_failed', `volume must be a number between 0 and 100, got ${String(percent)}`);
       }
       const p = Math.round(Math.min(100, Math.max(0, percent)));
-      const control = await this.controlName();
-      await this.runOnControl(['-M', 'sset', control, `${p}%`]);
-      if (p > 0) this.emulatedMuteRestore = undefined;
-      return this.read(control);
+      return this.onControl(async (control) => {
+        await this.runOnControl(['-M', 'sset', control, `${p}%`]);
+        if (p > 0) this.emulatedMuteRestore = undefined;
+        return this.read(control);
+      });
     });
   }
 
   setMuted(muted: boolean): Promise<MixerState> {
-    return this.serial(async () => {
-      const control = await this.controlName();
-      const parsed = await this.sget(control);
-      if (parsed.hasPlaybackSwitch) {
-        await this.run(['sset', control, muted ? 'mute' : 'unmute']);
-      } else if (muted) {
-        // No switch on this control (common on USB cards): mute means volume 0; remember the level.
-        const level = averagePercent(parsed);
-        if (level > 0) this.emulatedMuteRestore = level;
-        await this.run(['-M', 'sset', control, '0%']);
-      } else if (this.emulatedMuteRestore !== undefined) {
-        await this.run(['-M', 'sset', control, `${this.emulatedMuteRestore}%`]);
-        this.emulatedMuteRestore = undefined;
-      }
-      return this.read(control);
-    });
+    return this.serial(() =>
+      this.onControl(async (control) => {
+        const parsed = await this.sget(control);
+        if (parsed.hasPlaybackSwitch) {
+          await this.run(['sset', control, muted ? 'mute' : 'unmute']);
+        } else if (muted) {
+          // No switch on this control (common on USB cards): mute means volume 0; remember the level.
+          const level = averagePercent(parsed);
+          if (level > 0) this.emulatedMuteRestore = level;
+          await this.run(['-M', 'sset', control, '0%']);
+        } else if (this.emulatedMuteRestore !== undefined) {
+          await this.run(['-M', 'sset', control, `${this.emulatedMuteRestore}%`]);
+          this.emulatedMuteRestore = undefined;
+        }
+        return this.read(control);
+      }),
+    );
   }
 
   private async read(control: string): Promise<MixerState> {
@@ -131,11 +136,26 @@ export class AmixerMixer implements Mixer {
     return parsed;
   }
 
+  /** Runs fn on the control. An automatic choice the card no longer has is forgotten, so the next call chooses
+   *  again: the card behind mixer.card may have changed (another USB speaker plugged in) while the agent runs. */
+  private async onControl<T>(fn: (control: string) => Promise<T>): Promise<T> {
+    const control = await this.controlName();
+    try {
+      return await fn(control);
+    } catch (err) {
+      if (!this.control && err instanceof MixerError && (err.code === 'control_not_found' || err.code === 'mixer_not_found')) {
+        this.chosen = undefined;
+        this.chosenName = undefined;
+      }
+      throw err;
+    }
+  }
+
   private controlName(): Promise<string> {
     if (this.control) return Promise.resolve(this.control);
     this.chosen ??= this.chooseControl().then(
       (name) => {
-        this.control = name;
+        this.chosenName = name;
         return name;
       },
       (err: unknown) => {

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/common/logger.js';
 import { PortAudioBackend } from '../../../src/agent/audio/portAudioBackend.js';
+import type { AudioBackend } from '../../../src/agent/audio/audioDevice.js';
 import { ResilientCapture, ResilientPlayback, type DeviceState } from '../../../src/agent/audio/resilientDevice.js';
 import { dominantFrequency, hearTone, playIntoSink, pulseCli, sleep, tone, waitUntil } from '../../support/audioCapture.js';
 import { pactl } from '../../support/virtualAudio.js';
@@ -237,5 +238,74 @@ describe('ResilientCapture', () => {
     frames.slice(from).forEach((f, i) => heard.set(f, i * 960));
     expect(dominantFrequency(heard)).toBe(440);
     expect(lines.filter((l) => l.level === 40).length).toBe(1);
+  });
+});
+
+describe('ResilientCapture turned off and on while its failed stream is still closing', () => {
+  // Regression: after a runtime failure the reopen waits for the failed stream's close (up to 2 s on a dead
+  // card). A mic off/on during that wait did not cancel it: the waiting reopen and the one begun by the mic on
+  // both opened a stream, every frame came twice (~100 frames/s), and after stop() one stream stayed open (the
+  // mic LED on while the speaker says it is muted; on raw ALSA the second open fails "busy" for ever).
+  it('runs exactly one stream (50 frames/s) after the mute/unmute, and none after stop()', async () => {
+    const moduleId = await loadNullSink('toggled_mic');
+    cleanups.push(() => pactl('unload-module', moduleId));
+    withEnv('PULSE_SOURCE', 'toggled_mic.monitor');
+    const sourceIndex = (await pactl('list', 'short', 'sources')).split('\n').find((l) => l.split('\t')[1] === 'toggled_mic.monitor')!.split('\t')[0];
+    /** Our capture streams, as the sound server sees them (nothing else records this source). */
+    const streams = async () => (await pactl('list', 'short', 'source-outputs')).split('\n').filter((l) => l.split('\t')[1] === sourceIndex).map((l) => l.split('\t')[0]);
+    // Fake slow close: the virtual card closes a stream at once, a dead USB card's close can take 2 s; the real
+    // backend's stop() is followed by a 1 s wait, so the reopen after the failure waits that long.
+    const real = new PortAudioBackend({ stallMs: 800 });
+    let closing = 0;
+    const slowClose: AudioBackend = {
+      listDevices: () => real.listDevices(),
+      openCapture: (name) => {
+        const dev = real.openCapture(name);
+        const stop = dev.stop.bind(dev);
+        dev.stop = async () => {
+          closing++;
+          try {
+            await stop();
+            await sleep(1000);
+          } finally {
+            closing--;
+          }
+        };
+        return dev;
+      },
+      openPlayback: (name) => real.openPlayback(name),
+    };
+    const cap = new ResilientCapture({ backend: slowClose, deviceName: 'default' });
+    cleanups.push(() => cap.stop());
+    let frames = 0;
+    await cap.start(() => frames++);
+    expect(cap.state).toBe('open');
+
+    // The stream dies (its source-output killed: the stall watchdog fails it), then the user mutes and unmutes
+    // while the dead stream is still closing.
+    const [ours] = await streams();
+    await pulseCli(`kill-source-output ${ours}`);
+    await waitUntil(() => cap.state === 'retrying', 6000, 'the failure to be noticed');
+    expect(closing).toBeGreaterThan(0); // the race needs the toggle while the close is under way
+    await cap.stop();
+    await cap.start(() => frames++);
+    await waitUntil(() => cap.state === 'open', 5000, 'the microphone to reopen');
+    await sleep(1500); // an attempt left over from before the mute would have opened by now
+    expect(await streams()).toHaveLength(1);
+    // one stream: 50 frames/s; two: ~100 (measured over 2 s: a loaded machine delays the timer, not the card)
+    frames = 0;
+    const from = performance.now();
+    await sleep(2000);
+    const perSecond = (frames * 1000) / (performance.now() - from);
+    expect(perSecond).toBeGreaterThan(35);
+    expect(perSecond).toBeLessThan(65);
+
+    await cap.stop();
+    let left = await streams();
+    for (let i = 0; i < 20 && left.length > 0; i++) {
+      await sleep(100);
+      left = await streams();
+    }
+    expect(left).toEqual([]);
   });
 });

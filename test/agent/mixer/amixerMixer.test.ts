@@ -1,6 +1,6 @@
 // The amixer mixer against real amixer on the virtual card (control Master, via the PulseAudio ALSA plugin),
 // and its parser against the output shapes of a Pi (PCM, mono, dB) and a USB card (Speaker, no switch).
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +115,45 @@ describe('AmixerMixer on a USB card without a mute switch (FakeAmixerUsb, see te
   it('names the available controls when the configured one is missing', async () => {
     const m = new AmixerMixer({ card: 1, control: 'PCM', amixerPath: fake });
     await expectMixerError(m.setVolume(40), 'control_not_found', /"PCM" not found on card 1; controls with a playback volume: Speaker$/);
+  });
+});
+
+describe('AmixerMixer when another card takes the place of mixer.card', () => {
+  // Fake amixer: card 1 is the virtual card (real amixer, control Master) until the file "swapped" exists, then a
+  // USB speaker (FakeAmixerUsb: control Speaker only). What cannot exist here is the swap itself (another USB
+  // speaker plugged in while the agent runs, taking the card's index or name).
+  const dir = mkdtempSync(path.join(tmpdir(), 'swapping-amixer-'));
+  const amixerPath = path.join(dir, 'amixer');
+  writeFileSync(
+    amixerPath,
+    `#!/bin/sh
+if [ -e '${dir}/swapped' ]; then FAKE_AMIXER_STATE='${dir}/level' exec '${path.join(import.meta.dirname, '../../support/fakeAmixerUsb.mjs')}' "$@"; fi
+shift 2 # "-c 1": the virtual card is ALSA's default
+exec amixer -D default "$@"
+`,
+  );
+  chmodSync(amixerPath, 0o755);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // Regression: the automatic choice was kept for the whole run, so after the swap every volume call failed
+  // ("Master" not found) until the agent restarted.
+  it('chooses the control again after control_not_found: the volume works on the new card', async () => {
+    const m = new AmixerMixer({ card: 1, amixerPath });
+    await m.get();
+    expect(m.description).toBe('card 1, control Master');
+    writeFileSync(path.join(dir, 'swapped'), '');
+    await expectMixerError(m.setVolume(60), 'control_not_found', /"Master" not found/); // the call that finds out
+    expect(await m.setVolume(60)).toEqual({ volumePercent: 59, muted: false });
+    expect(m.description).toBe('card 1, control Speaker');
+  });
+
+  it('a configured control is not replaced: it keeps failing, naming the controls there are', async () => {
+    writeFileSync(path.join(dir, 'swapped'), '');
+    const m = new AmixerMixer({ card: 1, control: 'Master', amixerPath });
+    for (let i = 0; i < 2; i++) {
+      await expectMixerError(m.setVolume(60), 'control_not_found', /"Master" not found on card 1; controls with a playback volume: Speaker$/);
+    }
+    expect(m.description).toBe('card 1, control Master');
   });
 });
 
