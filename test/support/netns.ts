@@ -1,6 +1,7 @@
 // A second host on this machine for network faults: a network namespace joined to this one by a veth pair
 // (10.x.y.1 here, 10.x.y.2 inside), created and removed by the test (iproute2, as root). cut() takes the link down
-// (nothing passes, nothing is refused: a network cut as a Wi-Fi drop looks to the device); restore() brings it back.
+// (nothing passes, nothing is refused: a network cut as a Wi-Fi drop looks to the device); restore() brings it back;
+// renumber() gives this side another address (a new DHCP lease: the old one is gone, the link stays up).
 import { execFileSync } from 'node:child_process';
 
 export interface NetNs {
@@ -8,7 +9,10 @@ export interface NetNs {
   /** the address on this side and inside the namespace */
   hostIp: string;
   nsIp: string;
+  /** this side's address after renumber() */
+  renumberedIp: string;
   cut(): void;
+  renumber(): void;
   restore(): void;
   remove(): void;
 }
@@ -22,6 +26,7 @@ export function createNetNs(): NetNs | undefined {
   const [hostIf, nsIf] = [`sah${id}`, `san${id}`];
   const hostIp = `10.231.${id}.1`;
   const nsIp = `10.231.${id}.2`;
+  const renumberedIp = `10.231.${id}.3`;
   const remove = () => {
     try {
       ip('netns', 'del', name);
@@ -52,7 +57,13 @@ export function createNetNs(): NetNs | undefined {
     name,
     hostIp,
     nsIp,
+    renumberedIp,
     cut: () => ip('link', 'set', hostIf, 'down'),
+    // the old address first: deleting a primary address takes its secondaries with it
+    renumber: () => {
+      ip('addr', 'del', `${hostIp}/24`, 'dev', hostIf);
+      ip('addr', 'add', `${renumberedIp}/24`, 'dev', hostIf);
+    },
     restore: () => ip('link', 'set', hostIf, 'up'),
     remove,
   };

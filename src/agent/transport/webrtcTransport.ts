@@ -42,13 +42,18 @@ interface IceConnectionInternals {
     rtt?: number;
     localCandidate: unknown;
     remoteAddr: readonly [string, number];
-    protocol: { request(req: unknown, addr: readonly [string, number], key: Buffer, opts: { retransmissions: number; responseTimeout: number }): Promise<unknown> };
+    protocol: { request(req: unknown, addr: readonly [string, number], key: Buffer, opts: { retransmissions: number; responseTimeout: number }): Promise<[StunAnswer, unknown]> };
   };
   localUsername: string;
   remoteUsername: string;
   remotePassword: string;
   iceControlling: boolean;
   buildRequest(o: { nominate: boolean; localUsername: string; remoteUsername: string; iceControlling: boolean; localCandidate: unknown }): unknown;
+}
+
+/** what the probe reads of a consent check's answer */
+interface StunAnswer {
+  getAttributeValue(name: 'XOR-MAPPED-ADDRESS'): readonly [string, number] | undefined;
 }
 
 export class WebrtcTransport implements TransportLayer {
@@ -59,6 +64,8 @@ export class WebrtcTransport implements TransportLayer {
   private connected = false;
   private closedReported = false;
   private closing = false;
+  /** this device's address and port as the peer saw them in the last answered consent check */
+  private mappedAddress: string | undefined;
   // Outgoing RTP state: random start values (RFC 3550), timestamps in samples of the 48 kHz clock.
   private seq = randomInt(0, 0x10000);
   private ts = randomInt(0, 0x1_0000_0000);
@@ -133,6 +140,7 @@ export class WebrtcTransport implements TransportLayer {
       await pc.setRemoteDescription({ type: 'answer', sdp: answer });
       await this.waitUp(pc, dc, o.signal);
       this.connected = true;
+      void this.probe(); // where the peer sees us now: what later probes compare with
     } catch (err) {
       await this.close();
       if (err instanceof AgentError) throw err;
@@ -192,7 +200,11 @@ export class WebrtcTransport implements TransportLayer {
 
   /** An ICE consent check (RFC 7675) on the selected pair, outside werift's own 5 s cadence: a live ICE agent
    *  answers at once, a killed or frozen one never does. Four tries, each waiting twice the pair's round trip
-   *  plus 250 ms (at least 350 ms), so a lost packet or two on Wi-Fi is not a death. */
+   *  plus 250 ms (at least 350 ms), so a lost packet or two on Wi-Fi is not a death.
+   *  An answer that sees this device at another address or port than the last one (a new DHCP lease, the
+   *  router's NAT mapping renewed) ends the call: the check went out from the new address and was answered
+   *  there, but the peer's audio and data still go to the old one, and werift does not move the pair. Before,
+   *  such a call stayed "connected" and silent, every probe answered, until the peer gave up (~30 s), or never. */
   async probe(): Promise<boolean> {
     const conn = this.pc?.iceTransports[0]?.connection as unknown as IceConnectionInternals | undefined;
     const pair = conn?.nominated;
@@ -206,15 +218,27 @@ export class WebrtcTransport implements TransportLayer {
         iceControlling: conn.iceControlling,
         localCandidate: pair.localCandidate,
       });
+      let answer: StunAnswer | undefined;
       try {
-        await pair.protocol.request(request, pair.remoteAddr, Buffer.from(conn.remotePassword, 'utf8'), {
+        [answer] = await pair.protocol.request(request, pair.remoteAddr, Buffer.from(conn.remotePassword, 'utf8'), {
           retransmissions: 0,
           responseTimeout: timeout,
         });
-        return true;
       } catch {
-        /* no answer in time: try again */
+        continue; // no answer in time: try again
       }
+      const mapped = answer?.getAttributeValue('XOR-MAPPED-ADDRESS');
+      if (mapped) {
+        const seenAt = `${mapped[0]}:${mapped[1]}`;
+        if (this.mappedAddress !== undefined && seenAt !== this.mappedAddress) {
+          this.reportClosed(
+            new AgentError('call_failed', `this device's address as the peer sees it moved (${this.mappedAddress} -> ${seenAt}: a new DHCP lease, or the router's NAT renewed its mapping); the peer's audio goes to the old one`),
+          );
+          return false;
+        }
+        this.mappedAddress = seenAt;
+      }
+      return true;
     }
     return false;
   }
