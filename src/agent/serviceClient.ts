@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { http } from '../common/nodeHttp.js';
+import { DEVICE_FUNCTION_TOOLS } from '../protocol/functions.js';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
 import { parseRealtimeErrorBody } from '../protocol/realtimeErrors.js';
 import { CLIENT_REJECTED_CODES, parseRestErrorBody } from '../protocol/restErrors.js';
@@ -20,6 +21,8 @@ import { AgentError } from './errors.js';
  *    maker's own), then the offer to {url}/v1/realtime/calls with only "Authorization: Bearer <key>" (the device's
  *    secret never goes to the realtime service itself). */
 export type RealtimeProtocol = 'spec' | 'openai-realtime';
+
+const CLIENT_KEY_REQUEST = JSON.stringify({ session: { type: 'realtime', tools: DEVICE_FUNCTION_TOOLS } });
 
 export interface ServiceClientOptions {
   baseUrl: string;
@@ -104,10 +107,11 @@ export class ServiceClient {
     return text;
   }
 
-  /** POST the token endpoint with the device headers -> {value} (or the older {client_secret: {value}}). */
+  /** POST the token endpoint with the device headers -> {value} (or the older {client_secret: {value}}). The key's
+   *  session declares the device functions: a GA service calls only the tools its client declared. */
   private async fetchClientKey(): Promise<string> {
     const url = new URL(this.tokenUrl);
-    const res = await this.send(url.href, 'POST', 'application/json', '{}');
+    const res = await this.send(url.href, 'POST', 'application/json', CLIENT_KEY_REQUEST);
     const text = res.text();
     if (!res.ok) throw realtimeError(res.status, text, 'client key request');
     let v: { value?: unknown; client_secret?: { value?: unknown } } | undefined;

@@ -20,6 +20,11 @@ export const FunctionCallItem = z.object({
 export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
 
 const MessageItem = z.looseObject({ type: z.literal('message'), id: z.optional(z.string()) });
+/** Any conversation item (message, function_call, function_call_output), as the GA item events carry it. */
+const ConversationItem = z.looseObject({ id: z.string(), type: z.string() });
+/** Where a part of a response is: GA clients (the JavaScript SDK) require all four on content and transcript events. */
+const partRef = { response_id: z.string(), item_id: z.string(), output_index: z.number(), content_index: z.number() };
+const ContentPart = z.looseObject({ type: z.string() });
 
 export const ServerEvent = z.discriminatedUnion('type', [
   // GA sessions (POST /v1/realtime/calls) may carry no id
@@ -35,13 +40,25 @@ export const ServerEvent = z.discriminatedUnion('type', [
   z.object({ ...base, type: z.literal('input_audio_buffer.speech_stopped'), audio_end_ms: z.optional(z.number()), item_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('conversation.item.input_audio_transcription.completed'), item_id: z.optional(z.string()), content_index: z.optional(z.number()), transcript: z.string() }),
   z.object({ ...base, type: z.literal('response.created'), response: z.looseObject({ id: z.string() }) }),
-  // GA family
-  z.object({ ...base, type: z.literal('response.output_audio_transcript.delta'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), delta: z.string() }),
-  z.object({ ...base, type: z.literal('response.output_audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), transcript: z.string() }),
+  // GA family (the spec lists only delta; output_index/content_index are the public protocol's, optional here)
+  z.object({ ...base, type: z.literal('response.output_audio_transcript.delta'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), output_index: z.optional(z.number()), content_index: z.optional(z.number()), delta: z.string() }),
+  z.object({ ...base, type: z.literal('response.output_audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), output_index: z.optional(z.number()), content_index: z.optional(z.number()), transcript: z.string() }),
   // legacy family (custom-pipeline assistants)
-  z.object({ ...base, type: z.literal('response.audio_transcript.delta'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), delta: z.string() }),
-  z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), transcript: z.string() }),
+  z.object({ ...base, type: z.literal('response.audio_transcript.delta'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), output_index: z.optional(z.number()), content_index: z.optional(z.number()), delta: z.string() }),
+  z.object({ ...base, type: z.literal('response.audio_transcript.done'), response_id: z.optional(z.string()), item_id: z.optional(z.string()), output_index: z.optional(z.number()), content_index: z.optional(z.number()), transcript: z.string() }),
   z.object({ ...base, type: z.literal('response.output_item.done'), response_id: z.optional(z.string()), output_index: z.optional(z.number()), item: z.union([FunctionCallItem, MessageItem]) }),
+  // the GA lifecycle of items, parts and the input buffer (the companion's GA calls; the device ignores them)
+  z.object({ ...base, type: z.literal('response.output_item.added'), response_id: z.optional(z.string()), output_index: z.optional(z.number()), item: z.union([FunctionCallItem, MessageItem]) }),
+  z.object({ ...base, type: z.literal('response.content_part.added'), ...partRef, part: ContentPart }),
+  z.object({ ...base, type: z.literal('response.content_part.done'), ...partRef, part: ContentPart }),
+  z.object({ ...base, type: z.literal('response.output_audio.done'), ...partRef }),
+  z.object({ ...base, type: z.literal('response.function_call_arguments.done'), response_id: z.string(), item_id: z.string(), output_index: z.number(), call_id: z.string(), arguments: z.string() }),
+  z.object({ ...base, type: z.literal('conversation.item.added'), previous_item_id: z.nullish(z.string()), item: ConversationItem }),
+  z.object({ ...base, type: z.literal('conversation.item.done'), previous_item_id: z.nullish(z.string()), item: ConversationItem }),
+  z.object({ ...base, type: z.literal('conversation.item.truncated'), item_id: z.string(), content_index: z.number(), audio_end_ms: z.number() }),
+  z.object({ ...base, type: z.literal('conversation.item.deleted'), item_id: z.string() }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.committed'), item_id: z.string(), previous_item_id: z.nullish(z.string()) }),
+  z.object({ ...base, type: z.literal('input_audio_buffer.cleared') }),
   z.object({ ...base, type: z.literal('response.done'), response: z.looseObject({ id: z.string(), status: z.optional(z.string()) }) }),
   z.object({ ...base, type: z.literal('error'), error: z.looseObject({ type: z.optional(z.string()), code: z.nullish(z.string()), message: z.string(), event_id: z.nullish(z.string()) }) }),
 ]);
@@ -53,15 +70,31 @@ export type ServerEventOf<T extends ServerEventType> = Extract<ServerEvent, { ty
 
 export const FunctionCallOutputItem = z.object({
   type: z.literal('function_call_output'),
+  id: z.optional(z.nonEmpty()),
   call_id: z.nonEmpty(),
   output: z.string(),
 });
 
+/** A message a GA client adds to the conversation (typed text: the SDK's sendMessage). The spec's route takes
+ *  function_call_output items only (spec section 6) and refuses it. */
+export const MessageInputItem = z.looseObject({
+  type: z.literal('message'),
+  id: z.optional(z.nonEmpty()),
+  role: z.enum(['user', 'assistant', 'system']),
+  content: z.array(z.looseObject({ type: z.string(), text: z.optional(z.string()) })),
+});
+
 export const ClientEvent = z.discriminatedUnion('type', [
-  z.object({ ...base, type: z.literal('conversation.item.create'), item: FunctionCallOutputItem }),
+  z.object({ ...base, type: z.literal('conversation.item.create'), previous_item_id: z.nullish(z.string()), item: z.discriminatedUnion('type', [FunctionCallOutputItem, MessageInputItem]) }),
   z.object({ ...base, type: z.literal('response.create'), response: z.optional(z.looseObject({})) }),
-  z.object({ ...base, type: z.literal('response.cancel') }),
+  z.object({ ...base, type: z.literal('response.cancel'), response_id: z.optional(z.string()) }),
   z.object({ ...base, type: z.literal('input_audio_buffer.clear') }),
+  // the public protocol's ordinary client events (the spec names none of them): end the user's turn now, drop the
+  // assistant's audio (the JavaScript SDK's WebRTC interrupt() sends it), shorten or remove an item
+  z.object({ ...base, type: z.literal('input_audio_buffer.commit') }),
+  z.object({ ...base, type: z.literal('output_audio_buffer.clear'), response_id: z.optional(z.string()) }),
+  z.object({ ...base, type: z.literal('conversation.item.truncate'), item_id: z.nonEmpty(), content_index: z.number(), audio_end_ms: z.number().check(z.nonnegative()) }),
+  z.object({ ...base, type: z.literal('conversation.item.delete'), item_id: z.nonEmpty() }),
   z.object({ ...base, type: z.literal('session.update'), session: z.looseObject({}) }),
   // GA clients (the JavaScript SDK) fetch a user item to read its transcript
   z.object({ ...base, type: z.literal('conversation.item.retrieve'), item_id: z.nonEmpty() }),

@@ -46,7 +46,8 @@ export const CLIENT_EVENT_ERRORS = {
   unknown_event: 'the event type is not one this server handles',
   unknown_call_id: 'function_call_output names a call_id the server is not waiting for',
   no_pending_function_output: 'response.create arrived with no function_call_output to answer',
-  unknown_item_id: 'conversation.item.retrieve names an item this call does not hold (or no longer: the newest 50 are kept)',
+  unknown_item_id: 'conversation.item.retrieve, .truncate or .delete names an item this call does not hold (or no longer: the newest 50 are kept)',
+  input_audio_buffer_commit_empty: 'input_audio_buffer.commit while the user is not speaking (the public protocol\'s code)',
 } as const;
 export type ClientEventErrorCode = keyof typeof CLIENT_EVENT_ERRORS;
 

@@ -5,6 +5,7 @@ import http from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../../src/agent/errors.js';
 import { ServiceClient } from '../../src/agent/serviceClient.js';
+import { DEVICE_FUNCTION_NAMES } from '../../src/protocol/functions.js';
 import { TestAssistantPeer } from '../support/testAssistantPeer.js';
 
 const KEY = 'ws-key';
@@ -145,6 +146,24 @@ describe('ServiceClient', () => {
     const c = new ServiceClient({ baseUrl: p.url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
     expect((await c.createSession()).id).toMatch(/^sess_/);
     expect(await failure(c.exchangeSdp('hello'))).toMatchObject({ code: 'protocol', serverCode: 'invalid_sdp' });
+  });
+
+  it('regression: openai-realtime minted its client key without tools, so a GA service offered the device functions to nobody', async () => {
+    let minted: { path?: string; body?: string } = {};
+    const url = await serve((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        minted = { path: req.url, body };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ value: 'ek_0123456789abcdef' }));
+      });
+    });
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, protocol: 'openai-realtime' });
+    await c.createSession();
+    expect(minted.path).toBe('/v1/realtime/client_secrets');
+    const session = (JSON.parse(minted.body ?? '{}') as { session?: { type?: string; tools?: { type: string; name: string }[] } }).session;
+    expect(session?.type).toBe('realtime');
+    expect(session?.tools?.map((t) => `${t.type}:${t.name}`)).toEqual(DEVICE_FUNCTION_NAMES.map((n) => `function:${n}`));
   });
 
   it('a redirect is not followed: a protocol error that names where to point server.url', async () => {

@@ -8,6 +8,8 @@ export interface Turn {
   text: string;
   /** for role 'function': which function produced the output */
   name?: string;
+  /** the conversation item it came from (conversation.item.delete removes the turn too) */
+  itemId?: string;
 }
 
 export interface ToolDefinition {

@@ -62,7 +62,9 @@ export class Call {
   ) {
     this.logger = deps.logger.child({ call: this.id, session: session.id });
     this.ga = opts.ga;
-    this.events = new EventWriter((json) => this.sendEvent(json), opts.transcriptFamily);
+    // transcriptFamily is the spec route's setting (custom-pipeline assistants may use legacy names); a GA call
+    // always speaks the public protocol's names
+    this.events = new EventWriter((json) => this.sendEvent(json), opts.ga ? 'ga' : opts.transcriptFamily);
     this.outgoing = new OutgoingAudio(
       (packet) => this.peer.sendRtp(packet),
       (responseId) => this.conversation.utterancePlayed(responseId),
@@ -77,8 +79,9 @@ export class Call {
       workspaceId: session.workspaceId,
       logger: this.logger,
       clearInput: () => this.incoming.clear(),
+      commitInput: () => this.incoming.commit(),
       clientTools: () => this.ga?.tools ?? [],
-      audioBufferEvents: opts.ga !== undefined,
+      ga: opts.ga !== undefined,
       updateSession: (s, eventId) => this.updateSession(s, eventId),
     });
     this.incoming = new IncomingAudio(deps.recognizer, this.conversation, { hangoverMs: opts.ga?.silenceDurationMs ?? opts.vadHangoverMs });
@@ -136,9 +139,13 @@ export class Call {
   }
 
   /** session.update: a GA call applies what the offline assistant can honour (gaSession.ts) and answers
-   *  session.updated; a call of the spec's route accepts it and changes nothing (spec section 6). */
+   *  session.updated; a call of the spec's route (the spec names no session.update) changes nothing and says so
+   *  with session.updated carrying its unchanged session. */
   private updateSession(update: Record<string, unknown>, eventId: string | undefined): void {
-    if (!this.ga) return;
+    if (!this.ga) {
+      this.events.emit({ type: 'session.updated', session: this.specSession() });
+      return;
+    }
     const r = mergeGaSession(this.ga, update);
     if (!r.ok) {
       this.events.error('invalid_event', r.message, eventId);
@@ -152,20 +159,20 @@ export class Call {
   private openChannel(): void {
     if (this.channelOpen) return;
     this.channelOpen = true;
-    if (this.ga) {
-      this.events.emit({ type: 'session.created', session: gaSessionObject(this.ga, this.session.id) });
-    } else this.events.emit({
-      type: 'session.created',
-      session: {
-        id: this.session.id,
-        object: 'realtime.session',
-        modalities: this.session.modalities,
-        voice: this.opts.voice.language,
-        input_audio_format: 'opus',
-        output_audio_format: 'opus',
-        turn_detection: { type: 'server_vad', silence_duration_ms: this.opts.vadHangoverMs },
-      },
-    });
+    this.events.emit({ type: 'session.created', session: this.ga ? gaSessionObject(this.ga, this.session.id) : this.specSession() });
     for (const json of this.beforeOpen.splice(0)) this.peer.sendText(json);
+  }
+
+  /** The session object of a call of the spec's route. */
+  private specSession(): Record<string, unknown> {
+    return {
+      id: this.session.id,
+      object: 'realtime.session',
+      modalities: this.session.modalities,
+      voice: this.opts.voice.language,
+      input_audio_format: 'opus',
+      output_audio_format: 'opus',
+      turn_detection: { type: 'server_vad', silence_duration_ms: this.opts.vadHangoverMs },
+    };
   }
 }

@@ -27,14 +27,16 @@ export class EventWriter {
     this.send(JSON.stringify({ event_id: `event_${this.prefix}${(this.seq++).toString(36)}`, ...event }));
   }
 
+  // A reply is one item with one audio part: output_index and content_index are 0 (the JavaScript SDK drops
+  // transcript events without them).
   transcriptDelta(responseId: string, itemId: string, delta: string): void {
     const type = this.family === 'ga' ? 'response.output_audio_transcript.delta' : 'response.audio_transcript.delta';
-    this.emit({ type, response_id: responseId, item_id: itemId, delta });
+    this.emit({ type, response_id: responseId, item_id: itemId, output_index: 0, content_index: 0, delta });
   }
 
   transcriptDone(responseId: string, itemId: string, transcript: string): void {
     const type = this.family === 'ga' ? 'response.output_audio_transcript.done' : 'response.audio_transcript.done';
-    this.emit({ type, response_id: responseId, item_id: itemId, transcript });
+    this.emit({ type, response_id: responseId, item_id: itemId, output_index: 0, content_index: 0, transcript });
   }
 
   error(code: ClientEventErrorCode, message: string, clientEventId?: string): void {

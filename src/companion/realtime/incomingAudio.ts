@@ -137,6 +137,15 @@ export class IncomingAudio {
     this.handler.speechStopped(Math.round(this.receivedMs), result);
   }
 
+  /** Ends the utterance in progress now, as its silence would (input_audio_buffer.commit); false when nobody is
+   *  speaking. The detector starts afresh: speech that goes on is a new utterance. */
+  commit(): boolean {
+    if (!this.stream) return false;
+    this.vad.reset();
+    this.endUtterance();
+    return true;
+  }
+
   /** Drops the utterance in progress (input_audio_buffer.clear, call end). */
   clear(): void {
     this.stream?.abort();

@@ -2,7 +2,7 @@
 // these phrasings reliable), each answered briefly; anything else gets a short honest answer.
 import type { FunctionOutput } from '../../protocol/functions.js';
 import { spokenNumberToInt } from '../speech/commandGrammar.js';
-import { ASSISTANT_TOOLS, type Brain, type BrainInput, type BrainReply, type FunctionResultInput } from './brain.js';
+import { ASSISTANT_TOOLS, type Brain, type BrainInput, type BrainReply, type FunctionRequest, type FunctionResultInput } from './brain.js';
 
 export interface StoryInfo {
   name: string;
@@ -19,6 +19,8 @@ export const HELP_TEXT =
   'You can say: volume up, volume down, set the volume to fifty percent, be quiet, stop, list the stories, read a story, or what time is it.';
 export const FALLBACK_TEXT = "Sorry, I can't help with that. Say help to hear what I can do.";
 export const NOT_HEARD_TEXT = "Sorry, I didn't catch that.";
+/** A volume request on a call whose client declared no device functions (a stock GA client). */
+export const NO_DEVICE_FUNCTION_TEXT = "Sorry, I can't change the volume from here.";
 
 function clockText(now: Date): string {
   const h = now.getHours();
@@ -73,6 +75,9 @@ export class RuleBrain implements Brain {
   async respond(input: BrainInput): Promise<BrainReply> {
     const t = ` ${input.transcript.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').replace(/\s+/g, ' ').trim()} `;
     if (t.trim() === '') return { say: NOT_HEARD_TEXT };
+    // a device function only where the call offers it: a stock client on a GA call has no volume to change
+    const device = (call: FunctionRequest): BrainReply =>
+      input.tools.some((tool) => tool.name === call.name) ? { functionCall: call } : { say: NO_DEVICE_FUNCTION_TEXT };
 
     const setTo = /\b(?:set|change|put|turn)\b.*\bvolume\b.*?\bto ([a-z0-9 ]+?)(?: percent| per cent| %)? $/.exec(t) ??
       /\bvolume (?:to |at )?([a-z0-9 ]+?) percent $/.exec(t);
@@ -80,15 +85,15 @@ export class RuleBrain implements Brain {
       const level = spokenNumberToInt(setTo[1]);
       if (level === null) return { say: "Sorry, I didn't catch the volume level." };
       if (level > 100) return { say: 'The volume goes from zero to one hundred percent.' };
-      return { functionCall: { name: 'set_device_volume', arguments: { volume_level: level } } };
+      return device({ name: 'set_device_volume', arguments: { volume_level: level } });
     }
     if (/\bunmute\b/.test(t)) return { say: 'To unmute, tell me a volume, for example set the volume to fifty percent.' };
-    if (/\b(be quiet|quiet|mute|silence)\b/.test(t)) return { functionCall: { name: 'quiet_device', arguments: {} } };
+    if (/\b(be quiet|quiet|mute|silence)\b/.test(t)) return device({ name: 'quiet_device', arguments: {} });
     if (/\b(volume up|louder|turn (it |the volume )?up|increase( the)? volume|raise( the)? volume)\b/.test(t)) {
-      return { functionCall: { name: 'adjust_device_volume', arguments: { action: 'increase' } } };
+      return device({ name: 'adjust_device_volume', arguments: { action: 'increase' } });
     }
     if (/\b(volume down|quieter|softer|turn (it |the volume )?down|decrease( the)? volume|lower( the)? volume)\b/.test(t)) {
-      return { functionCall: { name: 'adjust_device_volume', arguments: { action: 'decrease' } } };
+      return device({ name: 'adjust_device_volume', arguments: { action: 'decrease' } });
     }
     if (/^ (please )?(stop|stop it|stop talking|cancel|enough)( please)? $/.test(t)) {
       return { functionCall: { name: 'stop_audio', arguments: {} } };

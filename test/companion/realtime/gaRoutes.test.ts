@@ -136,6 +136,52 @@ describe('GA realtime routes', () => {
   }, 60_000);
 });
 
+describe('GA realtime routes: the public protocol on a real call', () => {
+  let srv: RealtimeTestServer;
+  beforeAll(async () => {
+    // the spec's route speaks the legacy transcript family here; GA calls must not
+    srv = await startRealtimeTestServer({ realtime: { transcriptFamily: 'legacy' } });
+  });
+  afterAll(async () => srv?.close());
+
+  it('regression: a GA call took the server-wide transcript family (legacy) and sent response.audio_transcript.*', async () => {
+    const c = await RealtimeTestClient.connect({ baseUrl: srv.url, headers: {}, gaKey: (await mint(srv, srv.newDevice())).json.value });
+    try {
+      const done = c.waitFor('response.done', (e) => e.response.status === 'completed');
+      await c.play(speechClip('hello').pcm);
+      await done;
+      expect(c.eventsOf('response.output_audio_transcript.done').map((e) => e.transcript)).toEqual(['Hello! How can I help?']);
+      expect(c.eventsOf('response.audio_transcript.delta')).toEqual([]);
+      expect(c.badMessages).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
+
+  it('regression: input_audio_buffer.commit was unknown_event; it ends the utterance without waiting for the silence', async () => {
+    const c = await RealtimeTestClient.connect({ baseUrl: srv.url, headers: {}, gaKey: (await mint(srv, srv.newDevice())).json.value });
+    try {
+      // 5 s of silence would end the turn; the commit ends it at once
+      c.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: 5000 } } } } });
+      await c.waitFor('session.updated');
+      await c.play(speechClip('hello', { padAfterMs: 200 }).pcm);
+      const sent = performance.now();
+      c.send({ type: 'input_audio_buffer.commit' });
+      const committed = await c.waitFor('input_audio_buffer.committed', () => true, 4000);
+      expect(performance.now() - sent).toBeLessThan(2000);
+      const heard = await c.waitFor('conversation.item.input_audio_transcription.completed', (e) => e.item_id === committed.item_id);
+      expect(heard.transcript).toBe('hello');
+      expect((await c.waitFor('response.output_audio_transcript.done')).transcript).toBe('Hello! How can I help?');
+      // nothing left to commit
+      c.send({ type: 'input_audio_buffer.commit', event_id: 'again' });
+      expect((await c.waitFor('error', (e) => e.error.event_id === 'again')).error.code).toBe('input_audio_buffer_commit_empty');
+      expect(c.badMessages).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
+});
+
 describe('ClientSecretStore', () => {
   it('keys expire, only digests are kept, malformed bearers resolve to nothing', () => {
     let now = 1_000_000;

@@ -98,6 +98,19 @@ describe('realtime call (GA transcript family)', () => {
     }
   });
 
+  it('regression: session.update on the spec route got no answer; session.updated echoes the unchanged session', async () => {
+    const c = await RealtimeTestClient.connect({ baseUrl: srv.url, headers: srv.newDevice() });
+    try {
+      const created = await c.waitFor('session.created', () => true, 5000, true);
+      c.send({ type: 'session.update', event_id: 'u1', session: { instructions: 'Be brief.', turn_detection: { type: 'server_vad', silence_duration_ms: 100 } } });
+      const updated = await c.waitFor('session.updated', () => true, 5000);
+      expect(updated.session).toEqual(created.session);
+      expect(c.eventsOf('error')).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('answers bad client messages with error events and keeps the call', async () => {
     const c = await RealtimeTestClient.connect({ baseUrl: srv.url, headers: srv.newDevice() });
     try {

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../../src/companion/db/database.js';
 import { upsertStory } from '../../../src/companion/db/stories.js';
 import { createWorkspace } from '../../../src/companion/db/workspaces.js';
-import { ASSISTANT_TOOLS } from '../../../src/companion/realtime/brain.js';
+import { ASSISTANT_TOOLS, STOP_AUDIO_TOOL } from '../../../src/companion/realtime/brain.js';
 import { databaseStoryCatalog } from '../../../src/companion/realtime/plugin.js';
-import { FALLBACK_TEXT, HELP_TEXT, RuleBrain } from '../../../src/companion/realtime/ruleBrain.js';
+import { FALLBACK_TEXT, HELP_TEXT, NO_DEVICE_FUNCTION_TEXT, RuleBrain } from '../../../src/companion/realtime/ruleBrain.js';
 
 let dir: string;
 let db: Db;
@@ -54,6 +54,14 @@ describe('RuleBrain.respond', () => {
     ['stop talking', { name: 'stop_audio', arguments: {} }],
   ])('"%s" -> function call', async (t, fc) => {
     expect(await ask(t)).toEqual({ functionCall: fc });
+  });
+
+  it('regression: a call that offers no device functions (a stock GA client) got volume function calls; now a spoken answer', async () => {
+    const offered = [STOP_AUDIO_TOOL];
+    for (const t of ['set the volume to forty percent', 'volume up', 'be quiet']) {
+      expect(await brain.respond({ transcript: t, history: [], tools: offered, workspaceId: ws })).toEqual({ say: NO_DEVICE_FUNCTION_TEXT });
+    }
+    expect(await brain.respond({ transcript: 'stop', history: [], tools: offered, workspaceId: ws })).toEqual({ functionCall: { name: 'stop_audio', arguments: {} } });
   });
 
   it('refuses volume levels it cannot set, honestly', async () => {
