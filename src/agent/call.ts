@@ -20,6 +20,9 @@ export interface FunctionRecord {
   arguments: string;
   /** undefined when the function is not client-side (the server handles it) */
   output?: FunctionOutput;
+  /** for a device function: whether its output went to the peer (false: the call ended or its channel closed
+   *  while the mixer changed; the change stands, the assistant was not told) */
+  delivered?: boolean;
   at: string;
 }
 
@@ -221,15 +224,19 @@ export class Call {
     // One at a time, in arrival order: "up" then "up" must give +20.
     this.functionQueue = this.functionQueue.then(async () => {
       const output = await runDeviceFunction(this.o.mixer, item.name, item.arguments);
-      if (this.closed) return;
-      this.o.transport.send({
-        type: 'conversation.item.create',
-        item: { type: 'function_call_output', call_id: item.call_id, output: JSON.stringify(output) },
-      });
-      this.o.transport.send({ type: 'response.create' });
+      // The mixer changed whatever happens to the call: status must show it. Before, a call that ended while the
+      // mixer ran left `status` with the old volume, and an output the channel refused was logged as sent.
+      const delivered =
+        !this.closed &&
+        this.o.transport.send({
+          type: 'conversation.item.create',
+          item: { type: 'function_call_output', call_id: item.call_id, output: JSON.stringify(output) },
+        }) &&
+        this.o.transport.send({ type: 'response.create' });
       const log = output.success ? this.o.logger.info.bind(this.o.logger) : this.o.logger.warn.bind(this.o.logger);
       log({ name: item.name, callId: item.call_id, output }, `function ${item.name}: ${output.success ? output.result.message : output.error}`);
-      this.o.hooks.onFunction({ callId: item.call_id, name: item.name, arguments: item.arguments, output, at });
+      if (!delivered) this.o.logger.warn({ name: item.name, callId: item.call_id }, `function ${item.name}: its output was not sent (the call ended or its data channel closed); the assistant was not told`);
+      this.o.hooks.onFunction({ callId: item.call_id, name: item.name, arguments: item.arguments, output, delivered, at });
     });
   }
 }

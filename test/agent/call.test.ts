@@ -124,6 +124,25 @@ describe('Call', () => {
     expect(await amixerPercent()).toBe(50);
   });
 
+  it('regression: a call that ended while the mixer changed left status with the old volume; the function is still reported, as not delivered', async () => {
+    transport.message(fnCall('set_device_volume', { volume_level: 30 }, 'during_close'));
+    await call.close(); // amixer is still running
+    const end = Date.now() + 5_000;
+    while (functions.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(await amixerPercent()).toBe(30);
+    expect(functions).toHaveLength(1);
+    expect(functions[0]).toMatchObject({ callId: 'during_close', delivered: false, output: { success: true, result: { volume_level: 30 } } });
+    expect(transport.sent).toEqual([]);
+  });
+
+  it('a device function whose output went out is reported delivered', async () => {
+    transport.message(fnCall('set_device_volume', { volume_level: 45 }, 'sent'));
+    await transport.waitSent(2);
+    const end = Date.now() + 5_000;
+    while (functions.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(functions[0]).toMatchObject({ callId: 'sent', delivered: true });
+  });
+
   it('stop_audio and unknown functions: no action, nothing sent', async () => {
     transport.message(fnCall('stop_audio', {}));
     transport.message(fnCall('order_pizza', { size: 'xl' }));
