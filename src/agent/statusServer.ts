@@ -141,14 +141,9 @@ function streamEvents(res: ServerResponse, events: NonNullable<StatusServerOptio
   res.on('close', unsubscribe);
 }
 
-/** A socket file left by a crashed daemon is removed; one that answers means another daemon is running. */
-async function removeStaleSocket(socketPath: string): Promise<void> {
-  try {
-    await fs.lstat(socketPath);
-  } catch {
-    return;
-  }
-  const alive = await new Promise<boolean>((resolve) => {
+/** Whether a daemon answers on the socket (false: no file, a stale one, or one this user may not open). */
+function answers(socketPath: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
     const c = net.connect(socketPath);
     c.once('connect', () => {
       c.destroy();
@@ -156,9 +151,29 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
     });
     c.once('error', () => resolve(false));
   });
-  if (alive) {
-    throw new StatusServerError('already_running', `another speaker-agent is already running (it answers on ${socketPath})`);
+}
+
+const alreadyRunning = (socketPath: string) =>
+  new StatusServerError(
+    'already_running',
+    `another speaker-agent is already running (it answers on ${socketPath}): two would share one identity and both answer the wake word; stop it first (the service: sudo systemctl stop speaker-agent)`,
+  );
+
+/** Refuses to start beside a daemon that answers on any of the places the CLI looks (the service's
+ *  /run/speaker-agent, the state directory's). Before, `sudo speaker-agent run` beside the service (another
+ *  socket path) started a second agent on the same identity and sound card. */
+export async function refuseSecondDaemon(candidates: readonly string[]): Promise<void> {
+  for (const p of candidates) if (await answers(p)) throw alreadyRunning(p);
+}
+
+/** A socket file left by a crashed daemon is removed; one that answers means another daemon is running. */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  try {
+    await fs.lstat(socketPath);
+  } catch {
+    return;
   }
+  if (await answers(socketPath)) throw alreadyRunning(socketPath);
   await fs.unlink(socketPath);
 }
 

@@ -7,7 +7,7 @@ import { SpeakerAgent } from '../agent/agent.js';
 import { AgentError } from '../agent/errors.js';
 import { ensureIdentity, fingerprint, loadIdentity } from '../agent/identity.js';
 import { loadSettings, requireServerSettings, settingFromEnv, type Settings } from '../agent/settings.js';
-import { statusSocketCandidates } from '../agent/statusServer.js';
+import { refuseSecondDaemon, statusSocketCandidates } from '../agent/statusServer.js';
 import { micStatePath } from '../agent/micMute.js';
 import { createLogger } from '../common/logger.js';
 import { isServerConfigured, startLocalCompanion } from './cliContext.js';
@@ -61,6 +61,9 @@ export async function runAgent(o: RunOptions): Promise<number> {
       print('demo      a scripted user will speak into the virtual microphone (--no-demo to just run)');
     }
   }
+
+  // one agent per device: before the companion, the sound card and the call
+  await refuseSecondDaemon(statusSocketCandidates(loaded.stateDir));
 
   // 2. server: the configured one, or a local companion server with a default workspace
   let companion: Awaited<ReturnType<typeof startLocalCompanion>> | null = null;

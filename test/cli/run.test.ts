@@ -3,7 +3,7 @@
 // companion server sees the peer go and the process exits 0 after STOPPING=1. And the README's first
 // command: `run --demo` with no server configured and a scripted user.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,6 +118,30 @@ describe('speaker-agent run (daemon)', () => {
       const second = await runCli(['run'], dev.env);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(/another speaker-agent is already running/);
+    } finally {
+      first.kill('SIGTERM');
+      await new Promise((r) => first.on('exit', r));
+    }
+  }, 120_000);
+
+  // The service listens in its RuntimeDirectory (/run/speaker-agent), `sudo speaker-agent run` in the state
+  // directory: different sockets, one identity.
+  it('regression: a daemon started beside one on another status socket (the service and a manual run) ran a second agent on the same identity; it refuses', async () => {
+    const manualEnv = { ...dev.env };
+    delete manualEnv.SPEAKER_AGENT_STATUS_SOCKET; // <state dir>/status.sock
+    const first = spawnCli(['run'], manualEnv);
+    try {
+      let st: Status | undefined;
+      for (let i = 0; i < 40 && !st; i++) {
+        st = await statusOf(manualEnv);
+        if (!st) await sleep(500);
+      }
+      expect(st).toBeDefined();
+      const runtime = path.join(dev.root, 'run');
+      mkdirSync(runtime, { recursive: true });
+      const second = await runCli(['run'], { ...manualEnv, RUNTIME_DIRECTORY: runtime }); // as the service
+      expect(second.stderr).toMatch(/another speaker-agent is already running \(it answers on .*\/state\/status\.sock\)/);
+      expect(second.code).toBe(1);
     } finally {
       first.kill('SIGTERM');
       await new Promise((r) => first.on('exit', r));
