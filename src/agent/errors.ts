@@ -22,21 +22,26 @@ export interface AgentErrorOptions extends CodedErrorOptions {
   status?: number;
   /** the service's own error code (realtime `error.code` or REST `detail.code`) */
   serverCode?: string;
+  /** how long the server asked to be left alone (Retry-After on a 429 or 503), clamped: the reconnect policy
+   *  waits at least this */
+  retryAfterMs?: number;
 }
 
 export class AgentError extends CodedError<AgentErrorCode> {
   override name = 'AgentError';
   readonly status?: number;
   readonly serverCode?: string;
+  readonly retryAfterMs?: number;
   constructor(code: AgentErrorCode, message: string, opts: AgentErrorOptions = {}) {
     super(code, message, opts);
     this.status = opts.status;
     this.serverCode = opts.serverCode;
+    this.retryAfterMs = opts.retryAfterMs;
   }
 
   /** A one-line, log-safe summary (never contains secrets: messages are built without them). */
-  toJSON(): { code: AgentErrorCode; message: string; status?: number; serverCode?: string } {
-    return { code: this.code, message: this.message, status: this.status, serverCode: this.serverCode };
+  toJSON(): { code: AgentErrorCode; message: string; status?: number; serverCode?: string; retryAfterMs?: number } {
+    return { code: this.code, message: this.message, status: this.status, serverCode: this.serverCode, retryAfterMs: this.retryAfterMs };
   }
 }
 

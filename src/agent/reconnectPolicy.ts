@@ -2,7 +2,8 @@
 // ReconnectPolicy) so tests and deployments can choose; the default is exponential backoff with full jitter.
 // The common outage is a server restart (seconds): during the first fastRetryWindowMs of a failure streak the
 // delay is capped at fastRetryMaxDelayMs, so the call is back within about a second of the server; only a
-// longer outage backs off to maxDelayMs. Retrying a refused connection costs the server nothing.
+// longer outage backs off to maxDelayMs. Retrying a refused connection costs the server nothing; a server that
+// answers 429/503 with Retry-After (lastError.retryAfterMs) is busy, and is left alone at least that long.
 import { AgentError } from './errors.js';
 
 export interface ReconnectContext {
@@ -52,9 +53,17 @@ export class DefaultReconnectPolicy implements ReconnectPolicy {
       // Some jitter so a fleet of devices rejected together does not retry in lockstep.
       return Math.round(this.authRejectedDelayMs * (1 + 0.25 * this.random()));
     }
-    // Full jitter (AWS architecture blog): uniform in [initial, cap], cap doubling per attempt.
+    // Full jitter (AWS architecture blog): uniform in [initial/2, exp], exp doubling per attempt up to the cap.
+    // The first window is [initial/2, 1.5 x initial] (the same mean): a window of width 0 there sent a whole
+    // fleet back in the same millisecond after a server restart.
     const cap = ctx.elapsedMs < this.fastRetryWindowMs ? Math.min(this.maxDelayMs, this.fastRetryMaxDelayMs) : this.maxDelayMs;
-    const exp = Math.min(cap, this.initialDelayMs * 2 ** Math.min(30, Math.max(0, ctx.attempt - 1)));
-    return Math.round(this.initialDelayMs + this.random() * (exp - this.initialDelayMs));
+    const exp = Math.min(cap, Math.max(1.5 * this.initialDelayMs, this.initialDelayMs * 2 ** Math.min(30, Math.max(0, ctx.attempt - 1))));
+    const low = Math.min(this.initialDelayMs, exp) / 2;
+    const delay = low + this.random() * (exp - low);
+    const asked = ctx.lastError?.retryAfterMs;
+    if (asked === undefined) return Math.round(delay);
+    // Never sooner than the server asked, and up to a quarter later: devices told the same at the same time
+    // should not come back together.
+    return Math.round(Math.max(delay, asked * (1 + 0.25 * this.random())));
   }
 }

@@ -1,6 +1,7 @@
 // HTTP client for the Voice Assistant Service: the realtime routes (session, SDP exchange) and a generic
-// request for the /v1/app REST routes. Device headers go on every request; failures become AgentErrors with
-// the server's code. Nothing here logs or returns the secret.
+// request for the /v1/app REST routes. Device headers go on every request (not on signed audio URLs); failures
+// become AgentErrors with the server's code, and only the service's own error shapes count as its word (a
+// proxy's or a captive portal's page rejects nobody). Nothing here logs or returns the secret.
 //
 // Requests go through node:http/https, not fetch: Node's fetch (undici, its HTTP parser compiled to WebAssembly)
 // costs a long-running process ~9 MB of memory for the three small requests a call needs (measured on Node 20).
@@ -9,7 +10,7 @@ import https from 'node:https';
 import { http } from '../common/nodeHttp.js';
 import { DEVICE_FUNCTION_TOOLS } from '../protocol/functions.js';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
-import { parseRealtimeErrorBody } from '../protocol/realtimeErrors.js';
+import { parseRealtimeErrorBody, REALTIME_CLIENT_REJECTED_CODES } from '../protocol/realtimeErrors.js';
 import { CLIENT_REJECTED_CODES, parseRestErrorBody } from '../protocol/restErrors.js';
 import { parseRealtimeSession, type Modality, type RealtimeSession } from '../protocol/session.js';
 import { AgentError } from './errors.js';
@@ -33,6 +34,21 @@ export interface ServiceClientOptions {
   tokenUrl?: string;
 }
 
+export interface AppRequestOptions {
+  /** The service synthesises before it answers, and the answer may be large (a narration's WAV): the headers may
+   *  take up to LONG_ANSWER_MS, then the body as long as it keeps flowing (no pause over timeoutMs). */
+  longAnswer?: boolean;
+}
+
+/** How long a synthesising route may take to answer: the service synthesises the whole text (up to 15,000
+ *  characters; a story's narration, sent with Content-Length) before its first byte. */
+const LONG_ANSWER_MS = 180_000;
+
+/** Retry-After is honoured within these: 0 would be a tight loop, a date far ahead (a wrong clock, a proxy's
+ *  mistake) would silence the speaker for days. */
+const RETRY_AFTER_MIN_MS = 1_000;
+const RETRY_AFTER_MAX_MS = 600_000;
+
 export interface AppResponse {
   status: number;
   contentType: string;
@@ -40,6 +56,18 @@ export interface AppResponse {
   json?: unknown;
   /** raw bytes (for audio/wav and other binary answers) */
   body: Buffer;
+}
+
+interface SendOptions {
+  /** replace the device headers: the GA call route gets the client key only, a signed URL nothing */
+  headers?: Record<string, string>;
+  /** the status and headers within this (default timeoutMs) */
+  answerWithinMs?: number;
+  /** the body may take as long as it keeps flowing (no pause over timeoutMs); otherwise the whole answer must
+   *  come within timeoutMs */
+  flowing?: boolean;
+  /** hand 3xx answers back (download follows them) instead of failing */
+  returnRedirects?: boolean;
 }
 
 interface Answer {
@@ -79,7 +107,7 @@ export class ServiceClient {
     }
     const res = await this.send('/v1/realtime/sessions', 'POST', 'application/json', JSON.stringify({ modalities }));
     const text = res.text();
-    if (!res.ok) throw realtimeError(res.status, text, 'session request');
+    if (!res.ok) throw realtimeError(res, 'session request');
     let v: unknown;
     try {
       v = JSON.parse(text);
@@ -96,13 +124,13 @@ export class ServiceClient {
     const ga = this.protocol === 'openai-realtime';
     if (ga && !this.clientKey) this.clientKey = await this.fetchClientKey();
     const res = ga
-      ? await this.send('/v1/realtime/calls', 'POST', 'application/sdp', offerSdp, { authorization: `Bearer ${this.clientKey}` })
+      ? await this.send('/v1/realtime/calls', 'POST', 'application/sdp', offerSdp, { headers: { authorization: `Bearer ${this.clientKey}` } })
       : await this.send('/v1/realtime', 'POST', 'application/sdp', offerSdp);
     // a key opens one call: the next call (a reconnect) mints a new one
     this.clientKey = undefined;
     if (ga) this.lastCallId = String(res.headers.location ?? '').split('/').filter(Boolean).pop() || undefined;
     const text = res.text();
-    if (!res.ok) throw realtimeError(res.status, text, 'SDP exchange');
+    if (!res.ok) throw realtimeError(res, 'SDP exchange');
     if (!text.startsWith('v=')) throw new AgentError('protocol', 'the SDP answer is not SDP', { status: res.status });
     return text;
   }
@@ -113,7 +141,7 @@ export class ServiceClient {
     const url = new URL(this.tokenUrl);
     const res = await this.send(url.href, 'POST', 'application/json', CLIENT_KEY_REQUEST);
     const text = res.text();
-    if (!res.ok) throw realtimeError(res.status, text, 'client key request');
+    if (!res.ok) throw realtimeError(res, 'client key request');
     let v: { value?: unknown; client_secret?: { value?: unknown } } | undefined;
     try {
       v = JSON.parse(text) as typeof v;
@@ -129,11 +157,17 @@ export class ServiceClient {
 
   /**
    * A /v1/app REST request. `body`: an object is sent as JSON, undefined as no body. REST errors
-   * {detail:{error,code}} become AgentErrors.
+   * {detail:{error,code}} become AgentErrors. `longAnswer` for the synthesising routes.
    */
-  async requestApp(method: string, path: string, body?: unknown): Promise<AppResponse> {
+  async requestApp(method: string, path: string, body?: unknown, opts: AppRequestOptions = {}): Promise<AppResponse> {
     const json = body === undefined ? undefined : JSON.stringify(body);
-    const res = await this.send(path, method, json === undefined ? undefined : 'application/json', json);
+    const res = await this.send(
+      path,
+      method,
+      json === undefined ? undefined : 'application/json',
+      json,
+      opts.longAnswer ? { answerWithinMs: Math.max(this.timeoutMs, LONG_ANSWER_MS), flowing: true } : {},
+    );
     const buf = res.body;
     const ct = res.headers['content-type'] ?? '';
     let parsed: unknown;
@@ -144,22 +178,45 @@ export class ServiceClient {
         /* left undefined: reported below when it matters */
       }
     }
-    if (!res.ok) throw restError(res.status, parsed, buf, `${method} ${path}`);
+    if (!res.ok) throw restError(res, parsed, `${method} ${path}`);
     return { status: res.status, contentType: ct, json: parsed, body: buf };
   }
 
-  /** One request, body included, within timeoutMs (a plain timer, cleared at once: no timer outlives it). */
-  /** `path` under the base URL, or an absolute URL (the token endpoint); `authorization` replaces the device
-   *  headers (GA calls: the realtime service gets the client key only). */
-  private send(path: string, method: string, contentType: string | undefined, body: string | undefined, authorization?: { authorization: string }): Promise<Answer> {
-    const headers: Record<string, string> = authorization ? { ...authorization } : { ...this.headers };
+  /** GET of an audio URL the service handed out (signed, absolute): without the device headers (the URL carries
+   *  its own signature and may point at a storage host, which must not see the secret), following a few
+   *  redirects, the body as long as it keeps flowing. */
+  async download(url: string): Promise<AppResponse> {
+    let target = new URL(url);
+    for (let hops = 0; ; hops++) {
+      const res = await this.send(target.href, 'GET', undefined, undefined, { headers: {}, flowing: true, returnRedirects: true });
+      const to = isRedirect(res) ? resolveLocation(res.headers.location, target) : undefined;
+      if (to && hops < 5) {
+        target = to;
+        continue;
+      }
+      if (!res.ok) throw new AgentError('server_error', `downloading the audio failed: HTTP ${res.status}`, { status: res.status });
+      return { status: res.status, contentType: res.headers['content-type'] ?? '', body: res.body };
+    }
+  }
+
+  /** One request within its timeouts (plain timers, cleared at once: no timer outlives it). `path` under the
+   *  base URL, or an absolute URL (the token endpoint, a signed audio URL). */
+  private send(path: string, method: string, contentType: string | undefined, body: string | undefined, o: SendOptions = {}): Promise<Answer> {
+    const headers: Record<string, string> = { ...(o.headers ?? this.headers) };
     if (contentType) headers['content-type'] = contentType;
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const url = new URL(/^https?:\/\//.test(path) ? path : this.base + path);
-    const fail = (why: string, cause?: unknown) =>
-      new AgentError('network', `cannot reach ${this.base} (${method} ${path}): ${why}`, { cause });
+    const absolute = /^https?:\/\//.test(path);
+    const url = new URL(absolute ? path : this.base + path);
+    // An absolute URL is named without its query: a signed URL's signature stays out of messages and logs.
+    const server = absolute ? url.origin : this.base;
+    const what = `${method} ${absolute ? url.pathname : path}`;
+    const fail = (why: string, cause?: unknown) => new AgentError('network', `cannot reach ${server} (${what}): ${why}`, { cause });
+    const answerWithinMs = o.answerWithinMs ?? this.timeoutMs;
+    const restMs = this.timeoutMs;
     return new Promise<Answer>((resolve, reject) => {
       let settled = false;
+      /** bytes of the body so far; undefined until the status and headers came */
+      let received: number | undefined;
       const done = (err: AgentError | undefined, answer?: Answer) => {
         if (settled) return;
         settled = true;
@@ -168,51 +225,127 @@ export class ServiceClient {
         else resolve(answer!);
       };
       const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers }, (res) => {
+        received = 0;
+        // A flowing answer may take as long as it keeps coming (a narration over slow Wi-Fi): from here the
+        // timer measures the pause between chunks, so a stalled or half-open connection still ends.
+        if (o.flowing) {
+          clearTimeout(timer);
+          timer = setTimeout(timedOut, restMs);
+        }
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('data', (c: Buffer) => {
+          chunks.push(c);
+          received = (received ?? 0) + c.length;
+          if (o.flowing) timer.refresh();
+        });
         res.on('error', (err) => done(fail(err.message, err)));
         res.on('end', () => {
           const buf = Buffer.concat(chunks);
           const status = res.statusCode ?? 0;
-          // Redirects are not followed (a POST with the device's secret should not wander): say where to point.
-          const location = res.headers.location;
-          if (status >= 300 && status < 400 && location) {
-            const to = new URL(location, url).href;
-            done(new AgentError('protocol', `${this.base} (${method} ${path}) redirects to ${to}: set server.url to the service's final address`, { status }));
-            return;
-          }
-          done(undefined, { ok: status >= 200 && status < 300, status, headers: res.headers, body: buf, text: () => buf.toString('utf8') });
+          const answer = { ok: status >= 200 && status < 300, status, headers: res.headers, body: buf, text: () => buf.toString('utf8') };
+          if (isRedirect(answer) && !o.returnRedirects) done(redirectError(answer, url, server, what));
+          else done(undefined, answer);
         });
       });
-      const timer = setTimeout(() => {
-        done(fail(`no answer within ${this.timeoutMs} ms`));
+      const timedOut = (): void => {
+        if (received === undefined) {
+          // No connection is the network; a connection left unanswered is a server too slow (or stuck).
+          const connected = req.socket ? !req.socket.connecting : false;
+          done(connected ? new AgentError('network', `${server} (${what}) answered too slowly: no answer within ${answerWithinMs} ms`) : fail(`no connection within ${answerWithinMs} ms`));
+        } else if (o.flowing) {
+          done(new AgentError('network', `${server} (${what}) stalled: no data for ${restMs} ms after ${received} bytes of the answer`));
+        } else {
+          done(new AgentError('network', `${server} (${what}) answered too slowly: not complete within ${restMs} ms (${received} bytes so far)`));
+        }
         req.destroy();
-      }, this.timeoutMs);
+      };
+      let timer = setTimeout(timedOut, answerWithinMs);
       req.on('error', (err) => done(fail(err.message, err)));
       req.end(body);
     });
   }
 }
 
-function realtimeError(status: number, text: string, what: string): AgentError {
-  const e = parseRealtimeErrorBody(text);
-  const detail = e ? `${e.message} (${e.code || e.type})` : `HTTP ${status}`;
-  const opts = { status, serverCode: e?.code };
-  if (status === 401 || status === 404) return new AgentError('auth_rejected', `the server rejected this device: ${detail}`, opts);
-  if (status >= 500) return new AgentError('server_error', `${what} failed on the server: ${detail}`, opts);
-  if (status === 400) return new AgentError('protocol', `${what} refused as invalid: ${detail}`, opts);
-  return new AgentError('server_error', `${what} failed: ${detail}`, opts);
+function isRedirect(res: Answer): boolean {
+  return res.status >= 300 && res.status < 400 && res.headers.location !== undefined;
 }
 
-function restError(status: number, json: unknown, body: Buffer, what: string): AgentError {
-  const d = parseRestErrorBody(json);
-  const code = d?.code;
-  const msg = d?.error ?? (body.toString('utf8').slice(0, 200) || `HTTP ${status}`);
-  const detail = code ? `${msg} (${code})` : msg;
-  const opts = { status, serverCode: code };
-  if (status === 401 || (status === 404 && code !== undefined && CLIENT_REJECTED_CODES.includes(code))) {
+function resolveLocation(location: string | undefined, base: URL): URL | undefined {
+  try {
+    return new URL(location ?? '', base);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Redirects are not followed (a POST with the device's secret should not wander). One to another host is
+ *  usually the network's doing (a captive portal, a proxy's login), named by its host only (the rest of a portal's
+ *  address is noise: MAC, tokens); one on the same host is the address to configure. */
+function redirectError(res: Answer, from: URL, server: string, what: string): AgentError {
+  const to = resolveLocation(res.headers.location, from);
+  if (to && to.host !== from.host) {
+    return new AgentError(
+      'network',
+      `${server} (${what}): possibly a captive portal or a proxy (redirected to ${to.host}): sign this network in; if the service really moved there, set server.url to its address`,
+      { status: res.status },
+    );
+  }
+  return new AgentError('protocol', `${server} (${what}) redirects to ${to?.href ?? 'an invalid address'}: set server.url to the service's final address`, { status: res.status });
+}
+
+/** Retry-After (RFC 9110 10.2.3: delta-seconds or an HTTP-date) in ms, clamped; read on 429 (RFC 6585) and 503, the
+ *  statuses that give it the meaning "come back then" (the spec names no rate limit; 3xx are not followed). */
+function retryAfterMs(res: Answer): number | undefined {
+  const v = res.headers['retry-after']?.trim();
+  if ((res.status !== 429 && res.status !== 503) || !v) return undefined;
+  // Date.parse takes nearly anything ("3.5" is a date to V8): an HTTP-date starts with the day's name.
+  const ms = /^\d+$/.test(v) ? Number(v) * 1000 : /^[A-Za-z]{3,9},? /.test(v) ? Date.parse(v) - Date.now() : NaN;
+  return Number.isNaN(ms) ? undefined : Math.min(RETRY_AFTER_MAX_MS, Math.max(RETRY_AFTER_MIN_MS, ms));
+}
+
+function waitNote(ms: number | undefined): string {
+  return ms === undefined ? '' : `; it asks to wait ${Math.round(ms / 1000)} s`;
+}
+
+/** An error answer not in the service's shape: a proxy, a load balancer mid-deploy or a captive portal answered,
+ *  not the service, so it says nothing about this device's credentials. Summarised, never pasted (HTML pages). */
+function foreignAnswer(res: Answer, what: string): AgentError {
+  const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim() || 'untyped';
+  const summary = res.body.length > 0 ? `${type}, ${res.body.length} bytes` : 'no body';
+  const retryAfter = retryAfterMs(res);
+  const opts = { status: res.status, retryAfterMs: retryAfter };
+  if (res.status === 429 || res.status === 503) {
+    return new AgentError('server_error', `${what}: the server is busy or unavailable (HTTP ${res.status}, ${summary}${waitNote(retryAfter)})`, opts);
+  }
+  return new AgentError('server_error', `${what} failed: HTTP ${res.status} (${summary}), not an answer of the service: a proxy, a load balancer or a captive portal in the way?`, opts);
+}
+
+function realtimeError(res: Answer, what: string): AgentError {
+  const e = parseRealtimeErrorBody(res.text());
+  if (!e) return foreignAnswer(res, what);
+  const { status } = res;
+  const detail = `${e.message} (${e.code || e.type})`;
+  const retryAfter = retryAfterMs(res);
+  const opts = { status, serverCode: e.code, retryAfterMs: retryAfter };
+  if (status === 401 || (status === 404 && REALTIME_CLIENT_REJECTED_CODES.includes(e.code))) {
     return new AgentError('auth_rejected', `the server rejected this device: ${detail}`, opts);
   }
-  if (status >= 500) return new AgentError('server_error', `${what} failed on the server: ${detail}`, opts);
+  if (status >= 500) return new AgentError('server_error', `${what} failed on the server: ${detail}${waitNote(retryAfter)}`, opts);
+  if (status === 400) return new AgentError('protocol', `${what} refused as invalid: ${detail}`, opts);
+  return new AgentError('server_error', `${what} failed: HTTP ${status}, ${detail}${waitNote(retryAfter)}`, opts);
+}
+
+function restError(res: Answer, json: unknown, what: string): AgentError {
+  const d = parseRestErrorBody(json);
+  const code = d?.code;
+  if (code === undefined) return foreignAnswer(res, what);
+  const { status } = res;
+  const detail = `${d?.error ?? `HTTP ${status}`} (${code})`;
+  const retryAfter = retryAfterMs(res);
+  const opts = { status, serverCode: code, retryAfterMs: retryAfter };
+  if (status === 401 || (status === 404 && CLIENT_REJECTED_CODES.includes(code))) {
+    return new AgentError('auth_rejected', `the server rejected this device: ${detail}`, opts);
+  }
+  if (status >= 500 || status === 429) return new AgentError('server_error', `${what} failed on the server: ${detail}${waitNote(retryAfter)}`, opts);
   return new AgentError('protocol', `${what} failed: ${detail}`, opts);
 }

@@ -2,6 +2,7 @@
 // without growth. Real sound card (PortAudio on the virtual card), real mixer, the session over real HTTP from
 // the test peer; calls on a ScriptedTransport where thousands of WebRTC handshakes would take too long.
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -25,13 +26,28 @@ v8.setFlagsFromString('--expose-gc');
 const KEY = 'ws-agent-unit';
 let peer: TestAssistantPeer | undefined;
 let agent: SpeakerAgent | undefined;
+let busyServer: http.Server | undefined;
 
 afterEach(async () => {
   await agent?.stop();
   await peer?.stop();
+  busyServer?.closeAllConnections();
+  await new Promise<void>((r) => (busyServer ? busyServer.close(() => r()) : r()));
   agent = undefined;
   peer = undefined;
+  busyServer = undefined;
 });
+
+/** A real HTTP server whose session route answers `status` with this Retry-After; when each request came. */
+async function busyService(status: number, retryAfter: () => string): Promise<{ url: string; arrivals: number[] }> {
+  const arrivals: number[] = [];
+  busyServer = http.createServer((req, res) => {
+    if (req.url === '/v1/realtime/sessions') arrivals.push(performance.now());
+    res.writeHead(status, { 'content-type': 'text/plain', 'retry-after': retryAfter() }).end(status === 429 ? 'Too Many Requests' : 'Service Unavailable');
+  });
+  await new Promise<void>((r) => busyServer!.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(busyServer.address() as { port: number }).port}`, arrivals };
+}
 
 function memoryLogger() {
   const lines: string[] = [];
@@ -89,6 +105,33 @@ describe('SpeakerAgent', () => {
     expect(seen.map((c) => c.attempt).slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
     expect(seen.every((c) => c.lastError?.code === 'auth_rejected')).toBe(true);
     expect(lines.filter((l) => l.includes('trust on first use'))).toHaveLength(1);
+  });
+
+  it.each([
+    { name: '429, Retry-After: 3 (delta-seconds)', status: 429, retryAfter: () => '3', atLeastMs: 3_000, atMostMs: 3_000 * 1.25 },
+    // an HTTP-date has whole seconds: 4 s ahead is between 3 and 4 s from now
+    { name: '503, Retry-After: an HTTP-date 4 s ahead', status: 503, retryAfter: () => new Date(Date.now() + 4_000).toUTCString(), atLeastMs: 3_000, atMostMs: 4_000 * 1.25 },
+  ])('regression: Retry-After was ignored (retries ~1 s apart for the first 20 s of an outage): $name', async ({ status, retryAfter, atLeastMs, atMostMs }) => {
+    const service = await busyService(status, retryAfter);
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: service.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'silent' }),
+    });
+    await agent.start();
+    await until(() => service.arrivals.length >= 1, 10_000, 'the first session request');
+    // none within the time asked (timers may fire a millisecond early against another clock)
+    await new Promise((r) => setTimeout(r, atLeastMs - 50));
+    expect(service.arrivals).toHaveLength(1);
+    expect(agent.snapshot().lastError).toMatchObject({ code: 'server_error' });
+    expect(agent.snapshot().lastError!.message).toContain(`HTTP ${status}`);
+    // and one after it: the ask plus at most a quarter of jitter, plus the time a call attempt takes here
+    await until(() => service.arrivals.length >= 2, atMostMs - atLeastMs + 2_000, 'the second session request');
+    const gap = service.arrivals[1]! - service.arrivals[0]!;
+    expect(gap).toBeGreaterThanOrEqual(atLeastMs - 10);
+    expect(gap).toBeLessThan(atMostMs + 1_000);
   });
 
   // The engine here is a FakeWakeEngine: a worker thread that dies on its own (out of memory on a 512 MB board)

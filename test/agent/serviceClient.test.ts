@@ -166,12 +166,166 @@ describe('ServiceClient', () => {
     expect(session?.tools?.map((t) => `${t.type}:${t.name}`)).toEqual(DEVICE_FUNCTION_NAMES.map((n) => `function:${n}`));
   });
 
-  it('a redirect is not followed: a protocol error that names where to point server.url', async () => {
-    const url = await serve((req, res) => res.writeHead(301, { location: 'https://voice.example.com/v1/realtime/sessions' }).end());
+  it('a redirect on the same host is not followed: a protocol error that names where to point server.url', async () => {
+    const url = await serve((req, res) => res.writeHead(301, { location: `/api${req.url}` }).end());
     const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
     const e = await failure(c.createSession());
     expect(e).toMatchObject({ code: 'protocol', status: 301 });
-    expect(e.message).toContain('redirects to https://voice.example.com/v1/realtime/sessions');
+    expect(e.message).toContain(`redirects to ${url}/api/v1/realtime/sessions`);
     expect(e.message).toContain('server.url');
+  });
+
+  it('regression: a captive portal\'s 302 to its own host was reported as "set server.url to the service\'s final address"', async () => {
+    const url = await serve((req, res) => res.writeHead(302, { location: 'http://portal.hotel-wifi.example/login?mac=00:11&orig=x' }).end('<html>sign in</html>'));
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    for (const e of [await failure(c.createSession()), await failure(c.requestApp('GET', '/v1/app/voices'))]) {
+      // a network condition (retried at the normal pace, exit 5), not a configuration to change
+      expect(e).toMatchObject({ code: 'network', status: 302 });
+      expect(e.message).toContain('possibly a captive portal or a proxy (redirected to portal.hotel-wifi.example)');
+      expect(e.message).not.toContain('final address');
+      expect(e.message).not.toContain('mac=');
+    }
+  });
+
+  it('regression: a non-JSON 404 or 401 (nginx, a load balancer mid-deploy, a captive portal) was auth_rejected, its HTML pasted into the message', async () => {
+    const page = '<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>';
+    let status = 404;
+    const url = await serve((req, res) => res.writeHead(status, { 'content-type': 'text/html' }).end(page));
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    for (status of [404, 401]) {
+      for (const e of [await failure(c.createSession()), await failure(c.exchangeSdp('v=0\r\n')), await failure(c.requestApp('GET', '/v1/app/voices'))]) {
+        expect(e).toMatchObject({ code: 'server_error', status });
+        expect(e.serverCode).toBeUndefined();
+        // summarised by type and length, not pasted
+        expect(e.message).toContain(`HTTP ${status} (text/html, ${page.length} bytes)`);
+        expect(e.message).toMatch(/proxy/);
+        expect(e.message).not.toMatch(/<|nginx|rejected this device/);
+      }
+    }
+  });
+
+  it('the spec\'s JSON rejections stay auth_rejected: realtime 401 and 404 client_not_found, REST 401 and 404 CLIENT_NOT_FOUND; a realtime 404 for an unknown route does not', async () => {
+    let answer: { status: number; body: unknown } = { status: 401, body: {} };
+    const url = await serve((req, res) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body)));
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    const realtime = (status: number, code: string) => (answer = { status, body: { error: { message: code.replace(/_/g, ' '), type: status === 401 ? 'authentication_error' : 'not_found_error', code } } });
+    const rest = (status: number, code: string) => (answer = { status, body: { detail: { error: code.toLowerCase().replace(/_/g, ' '), code } } });
+    realtime(401, 'invalid_client_id');
+    expect(await failure(c.createSession())).toMatchObject({ code: 'auth_rejected', status: 401, serverCode: 'invalid_client_id' });
+    realtime(404, 'client_not_activated');
+    expect(await failure(c.exchangeSdp('v=0\r\n'))).toMatchObject({ code: 'auth_rejected', status: 404, serverCode: 'client_not_activated' });
+    realtime(404, 'not_found');
+    expect(await failure(c.createSession())).toMatchObject({ code: 'server_error', status: 404, serverCode: 'not_found' });
+    rest(401, 'INVALID_WORKSPACE_KEY');
+    expect(await failure(c.requestApp('GET', '/v1/app/voices'))).toMatchObject({ code: 'auth_rejected', status: 401, serverCode: 'INVALID_WORKSPACE_KEY' });
+    rest(404, 'CLIENT_NOT_FOUND');
+    const e = await failure(c.requestApp('GET', '/v1/app/voices'));
+    expect(e).toMatchObject({ code: 'auth_rejected', status: 404, serverCode: 'CLIENT_NOT_FOUND' });
+    expect(e.message).toContain('client not found (CLIENT_NOT_FOUND)');
+  });
+
+  it('regression: a 429/503 Retry-After was dropped; it is kept (delta-seconds or HTTP-date), clamped to 1 s..10 min', async () => {
+    let answer: { status: number; retryAfter?: string } = { status: 429 };
+    const url = await serve((req, res) =>
+      res.writeHead(answer.status, { 'content-type': 'text/plain', ...(answer.retryAfter === undefined ? {} : { 'retry-after': answer.retryAfter }) }).end('Too Many Requests'),
+    );
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    const asked = async (status: number, retryAfter: string | undefined, call: () => Promise<unknown> = () => c.createSession()) => {
+      answer = { status, retryAfter };
+      const e = await failure(call());
+      expect(e).toMatchObject({ code: 'server_error', status });
+      return e;
+    };
+    const e = await asked(429, '120');
+    expect(e.retryAfterMs).toBe(120_000);
+    expect(e.message).toContain('asks to wait 120 s');
+    expect(e.toJSON()).toMatchObject({ retryAfterMs: 120_000 });
+    expect((await asked(503, '3', () => c.requestApp('GET', '/v1/app/voices'))).retryAfterMs).toBe(3_000);
+    const date = (await asked(503, new Date(Date.now() + 30_000).toUTCString(), () => c.exchangeSdp('v=0\r\n'))).retryAfterMs!;
+    expect(date).toBeGreaterThan(28_000);
+    expect(date).toBeLessThanOrEqual(30_000);
+    expect((await asked(429, '0')).retryAfterMs).toBe(1_000);
+    expect((await asked(429, '86400')).retryAfterMs).toBe(600_000);
+    expect((await asked(429, new Date(Date.now() - 60_000).toUTCString())).retryAfterMs).toBe(1_000);
+    expect((await asked(429, 'soon')).retryAfterMs).toBeUndefined();
+    expect((await asked(429, undefined)).retryAfterMs).toBeUndefined();
+    // only where HTTP gives it that meaning
+    answer = { status: 500, retryAfter: '120' };
+    expect((await failure(c.createSession())).retryAfterMs).toBeUndefined();
+  });
+
+  it('regression: a narration streamed for 15 s (slow Wi-Fi) failed at the 10 s request deadline; a long answer may take as long as it keeps flowing', async () => {
+    const url = await serve((req, res) => {
+      // headers at once, then 64 KB/s for 15 s
+      res.writeHead(200, { 'content-type': 'audio/wav' });
+      const chunk = Buffer.alloc(8 * 1024, 1);
+      let sent = 0;
+      const t = setInterval(() => {
+        res.write(chunk);
+        if (++sent === 15 * 8) {
+          clearInterval(t);
+          res.end();
+        }
+      }, 125);
+      res.on('close', () => clearInterval(t));
+    });
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    const t0 = performance.now();
+    const r = await c.requestApp('POST', '/v1/app/stories/s/read', {}, { longAnswer: true });
+    expect(performance.now() - t0).toBeGreaterThan(14_000);
+    expect(r.body.length).toBe(15 * 64 * 1024);
+    expect(r.contentType).toBe('audio/wav');
+  }, 30_000);
+
+  it('a long answer that stalls after its headers fails after the idle timeout, as "stalled", not "cannot reach"', async () => {
+    const url = await serve((req, res) => {
+      res.writeHead(200, { 'content-type': 'audio/wav' });
+      res.write(Buffer.alloc(1000));
+    });
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, timeoutMs: 500 });
+    const t0 = performance.now();
+    const e = await failure(c.requestApp('POST', '/v1/app/stories/s/read', {}, { longAnswer: true }));
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(480);
+    expect(performance.now() - t0).toBeLessThan(3_000);
+    expect(e.code).toBe('network');
+    expect(e.message).toContain('stalled: no data for 500 ms after 1000 bytes');
+    expect(e.message).not.toContain('cannot reach');
+    server!.closeAllConnections();
+  });
+
+  it('an ordinary request stays bounded as a whole: a body that trickles past the deadline fails as answered too slowly', async () => {
+    const url = await serve((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const t = setInterval(() => res.write(' '), 50);
+      res.on('close', () => clearInterval(t));
+    });
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, timeoutMs: 400 });
+    const t0 = performance.now();
+    const e = await failure(c.requestApp('GET', '/v1/app/voices'));
+    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect(e.code).toBe('network');
+    expect(e.message).toMatch(/answered too slowly: not complete within 400 ms/);
+    server!.closeAllConnections();
+  });
+
+  it('download: a signed URL is fetched without the device headers, following a redirect, with the long-answer timeouts', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    let stall = false;
+    const url = await serve((req, res) => {
+      seen.push(req.headers);
+      if (req.url!.startsWith('/signed')) return void res.writeHead(302, { location: '/storage/a.wav?sig=1' }).end();
+      res.writeHead(200, { 'content-type': 'audio/wav' });
+      if (stall) res.write(Buffer.alloc(10));
+      else res.end(Buffer.alloc(44));
+    });
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, timeoutMs: 400 });
+    const r = await c.download(`${url}/signed/a.wav?sig=0`);
+    expect(r.body.length).toBe(44);
+    expect(seen.map((h) => h['x-client-secret'] ?? h['x-workspace-key'])).toEqual([undefined, undefined]);
+    stall = true;
+    const e = await failure(c.download(`${url}/storage/a.wav?sig=secret-signature`));
+    expect(e.message).toContain('stalled');
+    expect(e.message).not.toContain('secret-signature');
+    server!.closeAllConnections();
   });
 });

@@ -3,8 +3,11 @@
 // failing with the right fix when the server is down, the secret is wrong, or the mixer control is missing.
 // Each test spawns several real processes (~1-3 s each on a loaded machine): hence the longer timeouts.
 import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateIdentity, saveIdentity } from '../../src/agent/identity.js';
+import { encodeWav } from '../../src/common/audio/wav.js';
 import { playIntoSink, rms, startRecording, tone } from '../support/audioCapture.js';
 import { deviceDirs, enrollDevice, json, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 import { pactl, VIRTUAL } from '../support/virtualAudio.js';
@@ -120,6 +123,51 @@ describe('voices, say, stories', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('STORY_NOT_FOUND');
   }, 120_000);
+});
+
+describe('stories read and say on a slow service', () => {
+  let slow: http.Server | undefined;
+  afterAll(async () => {
+    slow?.closeAllConnections();
+    await new Promise<void>((r) => (slow ? slow.close(() => r()) : r()));
+  });
+
+  it('regression: one 10 s deadline covered synthesis and the whole download, so a narration streamed for 15 s or a synthesis of 11 s failed as "cannot reach"', async () => {
+    // 15 s of 16 kHz audio (480 KB) at 32 KB/s: 15 s on the wire; the synthesis answers after 11 s
+    const wav = encodeWav(new Int16Array(16_000 * 15), 16_000);
+    const speech = { audio_url: '/audio/x.wav', expires_in: 300, duration_seconds: 0.5, timestamps: [{ word: 'Hello', start_ms: 0, end_ms: 400 }], full_text: 'Hello' };
+    slow = http.createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/v1/app/stories/slow') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ slug: 'slow', name: 'Slow', transcript: 'Once.' }));
+      } else if (req.url === '/v1/app/stories/slow/read') {
+        res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': String(wav.length) });
+        let at = 0;
+        const t = setInterval(() => {
+          res.write(wav.subarray(at, (at += 4000)));
+          if (at >= wav.length) clearInterval(t), res.end();
+        }, 125);
+        res.on('close', () => clearInterval(t));
+      } else if (req.url?.startsWith('/v1/app/text-to-speech/')) {
+        const t = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(speech)), 11_000);
+        res.on('close', () => clearTimeout(t));
+      } else res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: { error: 'no route', code: 'NOT_FOUND' } }));
+    });
+    await new Promise<void>((r) => slow!.listen(0, '127.0.0.1', () => r()));
+    const home = deviceDirs({ SPEAKER_AGENT_SERVER_URL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, SPEAKER_AGENT_WORKSPACE_KEY: 'wk_slow' });
+    try {
+      await saveIdentity(home.stateDir, generateIdentity());
+      const [read, said] = await Promise.all([
+        runCli(['stories', 'read', 'slow', '--no-play', '--json'], home.env, 40_000),
+        runCli(['say', 'Hello', '--voice', '00000000-0000-4000-8000-000000000000', '--no-play', '--json'], home.env, 40_000),
+      ]);
+      expect(read.code, read.stderr).toBe(0);
+      expect(json<{ narration: { bytes: number; durationMs: number } }>(read).narration).toEqual(expect.objectContaining({ bytes: wav.length, durationMs: 15_000 }));
+      expect(said.code, said.stderr).toBe(0);
+      expect(json<{ full_text: string }>(said).full_text).toBe('Hello');
+    } finally {
+      home.remove();
+    }
+  }, 60_000);
 });
 
 describe('companion admin commands', () => {

@@ -19,17 +19,12 @@ export interface SpeechResult {
   full_text: string;
 }
 
-/** Fetches a signed audio URL of the service (relative URLs resolve against the server) as a WAV clip. */
+/** Fetches a signed audio URL of the service (relative URLs resolve against the server) as a WAV clip: a long
+ *  clip over slow Wi-Fi may take as long as it keeps flowing. */
 export async function fetchWav(access: ServiceAccess, url: string): Promise<{ pcm: Int16Array; sampleRate: number }> {
   const abs = new URL(url, access.loaded.settings.server.url).toString();
-  let res: Response;
-  try {
-    res = await fetch(abs, { signal: AbortSignal.timeout(access.loaded.settings.server.requestTimeoutMs) });
-  } catch (err) {
-    throw new AgentError('network', `cannot download the audio: ${(err as Error).message}`, { cause: err });
-  }
-  if (!res.ok) throw new AgentError('server_error', `downloading the audio failed: HTTP ${res.status}`, { status: res.status });
-  const wav = decodeWav(Buffer.from(await res.arrayBuffer()));
+  const res = await access.client.download(abs);
+  const wav = decodeWav(res.body);
   if (wav.channels !== 1) throw new AgentError('protocol', `expected mono audio, got ${wav.channels} channels`);
   return { pcm: wav.pcm, sampleRate: wav.sampleRate };
 }
@@ -55,7 +50,8 @@ export function registerSay(program: Command): void {
       }
       const body: Record<string, unknown> = { text, output_format: 'wav' };
       if (o.speed !== undefined) body.speed = o.speed;
-      const res = await access.client.requestApp('POST', `/v1/app/text-to-speech/${encodeURIComponent(voiceId)}/with-timestamps`, body);
+      // up to 15,000 characters are synthesised before the answer: not within the 10 s of an ordinary request
+      const res = await access.client.requestApp('POST', `/v1/app/text-to-speech/${encodeURIComponent(voiceId)}/with-timestamps`, body, { longAnswer: true });
       const result = res.json as SpeechResult;
       if (o.play) {
         const clip = await fetchWav(access, result.audio_url);

@@ -43,7 +43,8 @@ export function registerStories(program: Command): void {
       const path = `/v1/app/stories/${encodeURIComponent(slug)}`;
       const story = (await access.client.requestApp('GET', path)).json as { name: string; transcript: string };
       if (!o.json) printLine(`${story.name}\n`);
-      const res = await access.client.requestApp('POST', `${path}/read`, o.voice ? { voice_id: o.voice } : {});
+      // the whole story is synthesised before the first byte, then a large WAV: no 10 s deadline on all of it
+      const res = await access.client.requestApp('POST', `${path}/read`, o.voice ? { voice_id: o.voice } : {}, { longAnswer: true });
       if (!res.contentType.includes('wav')) throw new AgentError('protocol', `the narration is ${res.contentType || 'untyped'}, expected audio/wav`);
       const wav = decodeWav(res.body);
       const durationMs = Math.round((wav.pcm.length / wav.channels / wav.sampleRate) * 1000);
