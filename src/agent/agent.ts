@@ -303,7 +303,12 @@ export class SpeakerAgent extends EventEmitter {
   /** `speaker-agent listen`: opens listening now (any mode). False when it cannot (muted, or no call: then the
    *  "service unreachable" earcon says so). */
   listen(): boolean {
-    if (!this.micMuted && this.listening.state === 'offline') {
+    if (this.micMuted) {
+      // the button was pressed and nothing will be heard: the mute says so again (it was silent)
+      this.earcon('muted');
+      return false;
+    }
+    if (this.listening.state === 'offline') {
       this.earcon('unreachable');
       return false;
     }
@@ -472,8 +477,10 @@ export class SpeakerAgent extends EventEmitter {
     return this.audio?.earcons.timing;
   }
 
+  /** Plays an earcon and emits 'earcon' (its name) for tests and observers. */
   private earcon(name: EarconName): void {
     this.audio?.earcons.play(name);
+    this.emit('earcon', name);
   }
 
   private onServerEvent(e: ServerEvent): void {
@@ -558,9 +565,13 @@ export class SpeakerAgent extends EventEmitter {
         reason = toAgentError(err, 'call_failed');
       }
       this.audio?.setSink(undefined);
+      // A call lost in the middle of a conversation is said so, once. One lost while nobody talks to the speaker
+      // is not: a session at its maximum length, a DHCP renewal or a router reboot at 3 am played the tone into
+      // a sleeping house, although the next call was usually up within a second; a wake word said while the
+      // call is down still plays it.
+      const inConversation = ['listening', 'thinking', 'speaking'].includes(this.listening.state);
       this.listening.setCallUp(false);
-      // A call that was up is lost: say so once (not at every retry).
-      if (upSince && !signal.aborted) this.earcon('unreachable');
+      if (upSince && !signal.aborted && inConversation) this.earcon('unreachable');
       await call.close();
       this.call = undefined;
       this.audio?.resetDownlink();

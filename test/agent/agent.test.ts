@@ -196,6 +196,61 @@ describe('SpeakerAgent', () => {
     expect(agent.listeningStatus().wakeWord).toMatchObject({ engine: 'unavailable', error: 'wake word model not found: /nowhere.onnx' });
   });
 
+  // Calls on a ScriptedTransport: the test ends them as a peer would (peerCloses); what is checked is which
+  // earcons the agent asked its real player (PortAudio on the virtual card) for.
+  it('regression: every lost call played the unreachable earcon, also at 3 am with nobody talking (a session at its maximum length, a DHCP renewal); now only a call lost mid-conversation', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
+    await peer.start();
+    const transports: ScriptedTransport[] = [];
+    const earcons: string[] = [];
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'manual' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'silent' }),
+      reconnectPolicy: { nextDelayMs: () => 50 },
+      transportFactory: () => {
+        const t = new ScriptedTransport();
+        transports.push(t);
+        return t;
+      },
+    });
+    agent.on('earcon', (name: string) => earcons.push(name));
+    await agent.start();
+    await until(() => agent!.snapshot().state === 'connected' && agent!.listening.state === 'idle', 10_000, 'the first call, idle');
+    transports.at(-1)!.peerCloses(); // nobody talking
+    await until(() => transports.length === 2 && agent!.snapshot().state === 'connected', 10_000, 'the second call');
+    expect(earcons).toEqual([]);
+    expect(agent.listen()).toBe(true); // a conversation: push-to-talk
+    earcons.length = 0;
+    transports.at(-1)!.peerCloses();
+    await until(() => transports.length === 3, 10_000, 'the third call');
+    expect(earcons).toEqual(['unreachable']);
+  });
+
+  it('regression: push-to-talk while the microphone was muted made no sound; the mute earcon says why nothing happens', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
+    await peer.start();
+    const earcons: string[] = [];
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'manual' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'silent' }),
+      transportFactory: () => new ScriptedTransport(),
+    });
+    agent.on('earcon', (name: string) => earcons.push(name));
+    await agent.start();
+    await until(() => agent!.snapshot().state === 'connected', 10_000, 'the call');
+    await agent.setMicMuted(true);
+    expect(earcons).toEqual(['muted']);
+    expect(agent.listen()).toBe(false);
+    expect(earcons).toEqual(['muted', 'muted']);
+    expect(agent.listeningStatus()).toMatchObject({ state: 'muted', micOnWire: false });
+  });
+
   it('thousands of reconnects: nothing grows (transcripts bounded, heap flat)', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();
