@@ -109,7 +109,8 @@ export const MAX_TRANSCRIPTS = 20;
 const TOFU_EXPLANATION =
   'The server uses trust on first use: it accepts only the secret this client id first connected with. ' +
   'If identity.json was lost or replaced, restore it from a backup, or ask the workspace admin to reset this ' +
-  'client and run `speaker-agent enroll --reset-identity`. Retrying slowly meanwhile.';
+  'client (the next connection then enrolls this secret for the same id); if the workspace key is wrong, ' +
+  '`speaker-agent enroll --workspace-key KEY`. Retrying slowly meanwhile.';
 
 export interface SpeakerAgentEvents {
   state: [AgentState];

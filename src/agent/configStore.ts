@@ -20,6 +20,11 @@ export function openConfigStore(configDir: string): Conf<Record<string, unknown>
     });
   } catch (err) {
     const file = path.join(configDir, CONFIG_FILE_NAME);
+    const code = (err as NodeJS.ErrnoException).code;
+    // not a broken file: the service's files are root's and speaker-agent's (removing it would lose the enrollment)
+    if (code === 'EACCES' || code === 'EPERM') {
+      throw new AgentError('config_invalid', `cannot read the configuration ${file}: permission denied. Run it with sudo (a speaker's configuration is root's and the service's).`, { cause: err });
+    }
     throw new AgentError(
       'config_invalid',
       `cannot read the configuration ${file}: ${err instanceof SyntaxError ? syntaxOf(err, file) : (err as Error).message}. ` +

@@ -31,7 +31,8 @@ export interface EnrollResult {
 
 export function tofuRecoveryLines(err: AgentError, identityFile: string): string[] {
   return [
-    `The server rejected this device: ${err.message}.`,
+    // err.message already reads "the server rejected this device: <reason>" (said once)
+    `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`,
     'The server uses trust on first use: the first secret a client id connects with is enrolled, and from then',
     'on only that secret is accepted. A rejection means the secret on this device is not the enrolled one',
     '(identity.json was lost, restored from the wrong backup, or replaced), the workspace key is wrong, or an',
@@ -39,7 +40,7 @@ export function tofuRecoveryLines(err: AgentError, identityFile: string): string
     'To recover:',
     `  1. restore the original ${identityFile} from a backup (it must have mode 0600), or`,
     '  2. ask the workspace admin to reset (or register/activate) this client id in the dashboard, then run',
-    '     `speaker-agent enroll` again (with --reset-identity if you want a new secret), and',
+    '     plain `speaker-agent enroll` again (the reset client enrolls this secret for the same id), and',
     '  3. check server.workspaceKey / SPEAKER_AGENT_WORKSPACE_KEY.',
   ];
 }

@@ -32,9 +32,11 @@ export function generateIdentity(now = new Date()): Identity {
   return { clientId: randomUUID(), clientSecret: randomBytes(32).toString('base64url'), createdAt: now.toISOString() };
 }
 
+// A corrupt file has lost its client id too: without a backup the device needs a new identity (a new client).
 const RECOVERY =
   'Under trust on first use the server only accepts the secret it saw first. Restore identity.json from a ' +
-  'backup, or ask the workspace admin to reset this client and then run `speaker-agent enroll --reset-identity`.';
+  'backup, or make a new identity (a new client id) with `speaker-agent enroll --reset-identity`; where the ' +
+  'workspace does not enroll new clients by itself, the admin registers it.';
 
 export interface LoadIdentityResult {
   identity: Identity;

@@ -165,7 +165,12 @@ export function readConfigFile(configDir: string): Record<string, unknown> {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return {};
+    // a user without sudo on an installed speaker: not a broken file (removing it would lose the enrollment)
+    if (code === 'EACCES' || code === 'EPERM') {
+      throw new AgentError('config_invalid', `cannot read the configuration ${file}: permission denied. Run it with sudo (a speaker's configuration is root's and the service's).`, { cause: err });
+    }
     throw new AgentError('config_invalid', `cannot read the configuration ${file}: ${(err as Error).message}`, { cause: err });
   }
   let value: unknown;

@@ -8,14 +8,17 @@ import { Call } from '../agent/call.js';
 import { AgentError } from '../agent/errors.js';
 import { fingerprint, identityPath, loadIdentity, type Identity } from '../agent/identity.js';
 import { audioBackend, openMixer, serviceClient, transportFactory } from '../agent/device.js';
+import { quietNativeStderr } from '../agent/audio/quietStderr.js';
+import { micStatePath, readMicMuted } from '../agent/micMute.js';
 import { MixerError } from '../agent/mixer/mixer.js';
 import type { ServiceClient } from '../agent/serviceClient.js';
-import { loadSettings, type LoadedSettings } from '../agent/settings.js';
+import { defaultStateDir, loadSettings, settingFromEnv, type LoadedSettings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { checkEcho } from './echoCheck.js';
-import { readStatus } from './statusClient.js';
+import { rejectionAdvice } from './rejectionAdvice.js';
+import { readStatusFrom } from './statusClient.js';
 import { checkWakeWord } from './wakeCheck.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -34,7 +37,7 @@ export interface CheckResult {
 export interface DoctorOptions {
   /** skip the realtime call (ICE/data channel) check */
   skipCall?: boolean;
-  /** skip the echo check (it plays a 1.5 s noise probe through the speaker) */
+  /** skip the echo check (it plays a 2.5 s noise probe through the speaker, twice when the speaker underran) */
   skipEcho?: boolean;
   /** how long the microphone is sampled */
   micMs?: number;
@@ -52,6 +55,32 @@ const require = createRequire(import.meta.url);
 const DIGITAL_SILENCE_DBFS = -90;
 
 type Check = () => Promise<Omit<CheckResult, 'ms'>>;
+
+/** On an installed speaker the config, the state directory and the status socket are root's and the service's:
+ *  a maker running doctor without sudo meets these, which say nothing about the speaker itself. */
+const SUDO_FIX = 'permission denied: run `sudo speaker-agent doctor`';
+
+function permissionDenied(err: unknown): boolean {
+  // the errno may sit under an AgentError (settings.ts wraps the read error as its cause)
+  for (let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (typeof e.errno === 'number' && (e.code === 'EACCES' || e.code === 'EPERM')) return true;
+  }
+  return false;
+}
+
+/** The running agent's status socket, or the ones this user may not open. Every candidate is tried, the
+ *  installed service's /run/speaker-agent one included, with or without a usable config. */
+async function findDaemon(candidates: string[]): Promise<{ socketPath?: string; status?: unknown; denied: string[] }> {
+  const denied: string[] = [];
+  for (const socketPath of candidates) {
+    try {
+      return { socketPath, status: await readStatusFrom(socketPath, 1000), denied };
+    } catch (err) {
+      if (permissionDenied(err)) denied.push(socketPath);
+    }
+  }
+  return { denied };
+}
 
 async function timed(name: string, check: Check): Promise<CheckResult> {
   const t0 = performance.now();
@@ -74,7 +103,9 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
       try {
         loaded = loadSettings();
       } catch (err) {
-        return { name: 'config', status: 'fail', detail: (err as Error).message, fix: 'fix the file (it is JSON) or remove it and run `speaker-agent enroll`', category: 'config' };
+        // a file this user may not read is not broken: never advise removing it
+        const fix = permissionDenied(err) ? SUDO_FIX : 'fix the file (it is JSON) or remove it and run `speaker-agent enroll`';
+        return { name: 'config', status: 'fail', detail: (err as Error).message, fix, category: 'config' };
       }
       const s = loaded.settings.server;
       // a misspelt key ("workspacekey") is ignored: said beside the failure it explains
@@ -133,7 +164,8 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   // --- runtime ---
   results.push(await timed('node', checkNode));
   const addons = await Promise.all([
-    timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', (m) => (m as { getDevices(): unknown[] }).getDevices().length + ' devices')),
+    // getDevices() initialises PortAudio, whose ALSA probing prints dozens of harmless "ALSA lib ... Unknown PCM" lines
+    timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', (m) => quietNativeStderr(() => (m as { getDevices(): unknown[] }).getDevices()).length + ' devices')),
     timed('addon: Opus', async () =>
       addon('addon: Opus', '@discordjs/opus', (m) => {
         const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(SAMPLE_RATE, CHANNELS);
@@ -143,10 +175,11 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   ]);
   results.push(...addons);
 
-  const daemonRunning = await readStatus(loaded ? statusSocketCandidates(loaded.stateDir) : [], 1000).then(
-    (r) => r.socketPath,
-    () => undefined,
-  );
+  // without a usable config, where the service keeps its state: the wrapper install.sh writes sets STATE_DIRECTORY
+  const stateDir = loaded?.stateDir ?? (settingFromEnv('paths.stateDir') || defaultStateDir());
+  const daemon = await findDaemon(statusSocketCandidates(stateDir));
+  const daemonRunning = daemon.socketPath;
+  results.push(await timed('privacy mute', async () => checkPrivacyMute(stateDir, daemon.status)));
 
   // --- sound card lane and server lane, concurrently ---
   const audioLane = async (): Promise<CheckResult[]> => {
@@ -174,20 +207,20 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     out.push(await timed('clock', async () => checkClock(serverDate)));
     if (reach.status !== 'pass' || !identity) return out;
     const client = serviceClient(loaded.settings, identity);
-    const auth = await timed('device headers (TOFU)', () => checkAuth(client));
+    const auth = await timed('device headers (TOFU)', () => checkAuth(client, identity!.clientId));
     out.push(auth);
     if (auth.status === 'pass' && !opts.skipCall) out.push(await timed('realtime call', () => checkCall(client, loaded!)));
     return out;
   };
   const [audio, server] = await Promise.all([audioLane(), serverLane()]);
   results.push(...audio, ...server);
-  results.push({
-    name: 'agent service',
-    status: daemonRunning ? 'pass' : 'warn',
-    detail: daemonRunning ? `running (status socket ${daemonRunning})` : 'not running',
-    fix: daemonRunning ? undefined : 'systemctl start speaker-agent   (or: speaker-agent run)',
-    ms: 0,
-  });
+  results.push(
+    daemonRunning
+      ? { name: 'agent service', status: 'pass', detail: `running (status socket ${daemonRunning})`, ms: 0 }
+      : daemon.denied.length
+        ? { name: 'agent service', status: 'warn', detail: `cannot tell whether it runs: permission denied on ${daemon.denied.join(', ')}`, fix: SUDO_FIX, ms: 0 }
+        : { name: 'agent service', status: 'warn', detail: 'not running', fix: 'systemctl start speaker-agent   (or: speaker-agent run)', ms: 0 },
+  );
 
   return { ok: results.every((r) => r.status !== 'fail'), checks: results, ms: Math.round(performance.now() - t0) };
 }
@@ -198,6 +231,34 @@ async function checkNode(): Promise<Omit<CheckResult, 'ms'>> {
   return ok
     ? { name: 'node', status: 'pass', detail: `Node ${process.versions.node} on ${process.arch}` }
     : { name: 'node', status: 'fail', detail: `Node ${process.versions.node} is too old`, fix: 'install Node 20.10 or newer', category: 'other' };
+}
+
+/** The privacy mute (`speaker-agent mic off`): a muted speaker hears neither the wake word nor anyone, whatever
+ *  else passes. The running agent's state when it answers, else <stateDir>/mic.json, the state it starts with
+ *  (unreadable or corrupt counts as muted: micMute.ts). */
+function checkPrivacyMute(stateDir: string, daemonStatus: unknown): Omit<CheckResult, 'ms'> {
+  const name = 'privacy mute';
+  const file = micStatePath(stateDir);
+  const live = (daemonStatus as { listening?: { micMuted?: unknown } } | undefined)?.listening?.micMuted;
+  const running = typeof live === 'boolean';
+  const stored = readMicMuted(file);
+  // readMicMuted says why only in words: its message carries node's errno
+  if (stored.problem && !running && /\b(EACCES|EPERM)\b/.test(stored.problem)) {
+    return { name, status: 'warn', detail: `cannot read ${file}: permission denied`, fix: SUDO_FIX };
+  }
+  if (stored.problem && !(running && live)) {
+    const when = running ? ' at the agent\'s next start' : '';
+    return { name, status: 'warn', detail: `${stored.problem}: it counts as muted${when}`, fix: 'speaker-agent mic on   (writes the file anew)' };
+  }
+  if (running ? live : stored.muted) {
+    return {
+      name,
+      status: 'warn',
+      detail: `the microphone is muted (${running ? 'the running agent' : file}): the speaker hears neither the wake word nor anyone`,
+      fix: 'speaker-agent mic on',
+    };
+  }
+  return { name, status: 'pass', detail: `not muted (${running ? 'the running agent' : file})` };
 }
 
 function addon(name: string, id: string, probe: (m: unknown) => string): Omit<CheckResult, 'ms'> {
@@ -365,7 +426,7 @@ function checkClock(serverDate: string | null): Omit<CheckResult, 'ms'> {
   return { name: 'clock', status: 'pass', detail: `within ${Math.abs(skew)} s of the server` };
 }
 
-async function checkAuth(client: ServiceClient): Promise<Omit<CheckResult, 'ms'>> {
+async function checkAuth(client: ServiceClient, clientId: string): Promise<Omit<CheckResult, 'ms'>> {
   try {
     const r = await client.requestApp('GET', '/v1/app/voices');
     const n = (r.json as { voices?: unknown[] } | undefined)?.voices?.length ?? 0;
@@ -377,9 +438,7 @@ async function checkAuth(client: ServiceClient): Promise<Omit<CheckResult, 'ms'>
         name: 'device headers (TOFU)',
         status: 'fail',
         detail: e.message,
-        fix:
-          'the server knows this client id with a different secret (trust on first use) or the workspace key is wrong: ' +
-          'restore identity.json from a backup, or have the workspace admin reset this client, then `speaker-agent enroll --reset-identity`',
+        fix: rejectionAdvice(e, clientId).fix, // by the server's code: a wrong key and a lost secret need opposite fixes
         category: 'auth',
       };
     }

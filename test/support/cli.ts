@@ -51,13 +51,22 @@ export function deviceDirs(extraEnv: NodeJS.ProcessEnv = {}): DeviceDirs {
   return { root, configDir, stateDir, env, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** How to start the CLI besides its arguments: as another user (root only: a maker without sudo on an installed
+ *  speaker), or through a wrapper command (e.g. `unshare -m ...` to give it a full disk) that execs the rest. */
+export interface CliSpawnOptions {
+  uid?: number;
+  gid?: number;
+  wrap?: string[];
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 25_000): Promise<CliResult> {
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, o: CliSpawnOptions = {}): ChildProcess {
+  const argv = [...(o.wrap ?? []), process.execPath, CLI, ...args];
+  return spawn(argv[0], argv.slice(1), { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], uid: o.uid, gid: o.gid });
+}
+
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 25_000, o: CliSpawnOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnCli(args, env);
+    const child = spawnCli(args, env, o);
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));

@@ -32,7 +32,8 @@ export function registerDoctor(program: Command): void {
     .description('check config, identity, Node and native addons, sound card, echo path, mixer, server, TOFU state, a realtime call, clock')
     .option('--json', 'print JSON {ok, checks: [{name, status, detail, fix}]}')
     .option('--skip-call', 'do not place the short test call')
-    .option('--skip-echo', 'do not play the 1.5 s noise probe that measures the echo path')
+    // PROBE_MS in echoCheck.ts (not imported: this module loads with every command); the help's test compares them
+    .option('--skip-echo', 'do not play the 2.5 s noise probe that measures the echo path (played twice when the speaker underran during the first)')
     .addHelpText('after', '\nExamples:\n  sudo speaker-agent doctor\n  speaker-agent doctor --json | jq \'.checks[] | select(.status == "fail")\'')
     .action(async (o: { json?: boolean; skipCall?: boolean; skipEcho?: boolean }) => {
       const { runDoctor } = await import('../doctor.js'); // WebRTC and the audio addon: loaded only here

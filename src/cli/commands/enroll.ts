@@ -1,13 +1,16 @@
-// `speaker-agent enroll`: saves the server URL and workspace key in config.json, creates the device identity
-// once (never silently replaced), and checks with the server that the device is accepted (trust on first use
-// enrolls the secret on that first request). Writes nothing when the values are already the configured ones.
+// `speaker-agent enroll`: creates the device identity once (never silently replaced), checks with the server that
+// the device is accepted (trust on first use enrolls the secret on that first request), and only then saves a new
+// server URL or workspace key in config.json: a value the server refuses or cannot be asked about is not saved
+// over one that works (the service reads config.json at its next start). `--no-verify` saves without asking.
+// Writes nothing when the values are already the configured ones.
 import type { Command } from 'commander';
-import { enroll } from '../../agent/enroll.js';
+import { enroll, tofuRecoveryLines, type EnrollResult } from '../../agent/enroll.js';
 import { adoptDirectoryOwner } from '../../common/atomicFile.js';
-import { EXIT_CODES } from '../../agent/errors.js';
-import { fingerprint, loadIdentity } from '../../agent/identity.js';
-import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings, settingFromEnv } from '../../agent/settings.js';
+import { AgentError, EXIT_CODES } from '../../agent/errors.js';
+import { fingerprint, identityPath, loadIdentity } from '../../agent/identity.js';
+import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings, settingFromEnv, type Settings } from '../../agent/settings.js';
 import { emit, printJson, printLine } from '../output.js';
+import { rejectionLines } from '../rejectionAdvice.js';
 
 interface EnrollCliOptions {
   serverUrl?: string;
@@ -57,32 +60,77 @@ Examples:
         next.server.workspaceKey = key;
         changes.push('server.workspaceKey');
       }
+      const loaded = loadSettings({ configDir });
+      // the server is asked with the new values, as the service will use them once saved
+      let settings: Settings = loaded.settings;
       if (changes.length) {
-        parseSettings(next, 'enrollment values'); // a bad URL fails here, before anything is written
-        store.set('server', next.server);
+        const proposed = parseSettings(next, 'enrollment values').server; // a bad URL fails here, before anything is written
+        settings = { ...settings, server: { ...settings.server, url: proposed.url, workspaceKey: proposed.workspaceKey } };
+      }
+      const r = await enroll({ settings, stateDir: loaded.stateDir, resetIdentity: o.resetIdentity, verify: o.verify }).catch((err: unknown) => {
+        throw notSaved(err, identityPath(loaded.stateDir), `the identity was not saved${changes.length ? ', nor ' + changes.join(' and ') : ''}`);
+      });
+      const save = changes.length > 0 && (r.verdict === 'accepted' || r.verdict === 'skipped');
+      if (save) {
+        try {
+          store.set('server', next.server);
+        } catch (err) {
+          throw notSaved(err, store.path, `the configuration was not saved (${changes.join(' and ')}): the file is as it was`);
+        }
         adoptDirectoryOwner(store.path, { groupRead: true }); // `sudo speaker-agent enroll` on an installed speaker: the service reads it
       }
-      const loaded = loadSettings({ configDir });
-      const r = await enroll({ settings: loaded.settings, stateDir: loaded.stateDir, resetIdentity: o.resetIdentity, verify: o.verify });
       const result = {
-        server: loaded.settings.server.url,
+        server: settings.server.url,
         clientId: r.identity.clientId,
         secretFingerprint: r.secretFingerprint,
         identityFile: r.identityFile,
         identityCreated: r.created,
         configFile: loaded.configPath,
-        configChanged: changes,
+        configChanged: save ? changes : [],
+        /** values given but not saved: the server refused them or could not be asked */
+        configNotSaved: save ? [] : changes,
         verdict: r.verdict,
         error: r.error?.toJSON(),
       };
       if (o.json) printJson(result);
       else {
-        if (changes.length) printLine(`Saved ${changes.join(' and ')} in ${loaded.configPath}.`);
-        for (const l of r.lines) printLine(l);
+        if (save) printLine(`Saved ${changes.join(' and ')} in ${loaded.configPath}.`);
+        for (const l of withAdvice(r)) printLine(l);
+        if (changes.length && !save) {
+          printLine(`Not saved: ${changes.join(' and ')} (${loaded.configPath} is as it was). To save without asking the server: add --no-verify.`);
+        }
       }
       process.exitCode =
         r.verdict === 'rejected' ? EXIT_CODES.auth : r.verdict === 'unreachable' || r.verdict === 'server_error' ? EXIT_CODES.network : EXIT_CODES.ok;
     });
+}
+
+/** agent/enroll.ts ends a rejection with generic trust-on-first-use advice (the lost-secret recovery whatever the
+ *  server said): replaced by the advice for the server's code, which enroll and doctor share. */
+function withAdvice(r: EnrollResult): string[] {
+  if (r.verdict !== 'rejected' || !r.error) return r.lines;
+  const generic = tofuRecoveryLines(r.error, r.identityFile);
+  const tail = r.lines.slice(-generic.length);
+  const own = tail.length === generic.length && tail.every((l, i) => l === generic[i]) ? r.lines.slice(0, -generic.length) : r.lines;
+  return [...own, ...rejectionLines(r.error, r.identity.clientId)];
+}
+
+/** Why a disk refuses a write, in words: a full or failing SD card is common on a speaker. */
+const WRITE_FAILURES: Record<string, string> = {
+  ENOSPC: 'no space left on device (df -h shows it; free some space)',
+  EDQUOT: 'disk quota exceeded',
+  EROFS: 'read-only file system (the kernel remounts an SD card read-only after errors)',
+  EIO: 'input/output error (a failing SD card?)',
+  EACCES: 'permission denied (on an installed speaker: sudo speaker-agent enroll ...)',
+  EPERM: 'operation not permitted (on an installed speaker: sudo speaker-agent enroll ...)',
+};
+
+/** A write the disk refused, as a configuration error that names the file and what was not saved; node's own
+ *  message ("ENOSPC: no space left on device, write") names neither. Anything else passes through. */
+function notSaved(err: unknown, file: string, what: string): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (err instanceof AgentError || typeof code !== 'string' || !(code in WRITE_FAILURES)) return err;
+  return new AgentError('config_invalid', `cannot write ${file}: ${WRITE_FAILURES[code]}. ${what[0].toUpperCase()}${what.slice(1)}; run enroll again once it can be written.`, { cause: err });
 }
 
 async function check(o: EnrollCliOptions): Promise<void> {

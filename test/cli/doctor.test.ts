@@ -1,0 +1,161 @@
+// `speaker-agent doctor` (src/cli/doctor.ts) as a maker meets it, run as the real CLI against a real companion and
+// the virtual sound card: the fix for a rejection follows the server's code, an installed speaker checked without
+// sudo says so (and finds the running service), PortAudio's ALSA noise stays off the terminal, and the privacy
+// mute is reported. From a review of the maker's experience (regressions named after the bugs).
+// Each test spawns the CLI (~5-10 s for a doctor run on a loaded machine): hence the longer timeouts.
+import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStatusServer } from '../../src/agent/statusServer.js';
+import { deviceDirs, enrollDevice, json, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+
+interface Check {
+  name: string;
+  status: string;
+  detail: string;
+  fix?: string;
+}
+
+let companion: TestCompanion;
+let dev: DeviceDirs;
+beforeAll(async () => {
+  companion = await startTestCompanion();
+  dev = deviceDirs();
+  await enrollDevice(dev, companion);
+}, 60_000);
+afterAll(async () => {
+  dev.remove();
+  await companion.close();
+});
+
+/** doctor --json without the call and the echo probe (not what these tests are about; they cost seconds) */
+async function doctor(env: NodeJS.ProcessEnv, as: { uid?: number; gid?: number } = {}): Promise<{ checks: Record<string, Check>; stdout: string; stderr: string; code: number | null }> {
+  const r = await runCli(['doctor', '--json', '--skip-call', '--skip-echo'], env, 60_000, as);
+  const j = json<{ checks: Check[] }>(r);
+  return { checks: Object.fromEntries(j.checks.map((c) => [c.name, c])), stdout: r.stdout, stderr: r.stderr, code: r.code };
+}
+
+describe('doctor: a rejection is explained by the server\'s code', () => {
+  it('regression: a wrong workspace key got the lost-secret fix (restore identity.json, or reset the client then `enroll --reset-identity`)', async () => {
+    const r = await doctor({ ...dev.env, SPEAKER_AGENT_WORKSPACE_KEY: 'wk_typo' });
+    const c = r.checks['device headers (TOFU)'];
+    expect(c.status).toBe('fail');
+    expect(c.detail).toContain('INVALID_WORKSPACE_KEY');
+    expect(c.fix).toMatch(/check the workspace key \(dashboard -> workspace settings\)/);
+    expect(c.fix).toContain('speaker-agent enroll --workspace-key');
+    expect(c.fix).not.toMatch(/identity\.json|reset-identity|companion client reset/);
+  }, 120_000);
+
+  it('regression: a secret mismatch advised `enroll --reset-identity` after the admin reset, which abandons the client id just reset; the advised plain `enroll` is accepted for the same id', async () => {
+    const lost = deviceDirs();
+    try {
+      const { clientId } = json<{ clientId: string }>(await enrollDevice(lost, companion));
+      const file = path.join(lost.stateDir, 'identity.json');
+      writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), clientSecret: 'y'.repeat(43) }), { mode: 0o600 });
+      const c = (await doctor(lost.env)).checks['device headers (TOFU)'];
+      expect(c.status).toBe('fail');
+      expect(c.detail).toContain('SECRET_MISMATCH');
+      expect(c.fix).toMatch(/restore identity\.json from a backup/);
+      expect(c.fix).toContain(`speaker-agent companion client reset ${clientId}`);
+      expect(c.fix).not.toContain('reset-identity');
+      expect(c.fix).not.toMatch(/workspace key/);
+      // the fix, followed word for word: the same client id is enrolled again with this device's secret
+      expect((await runCli(['companion', 'client', 'reset', clientId, '--data-dir', companion.dataDir], lost.env)).code).toBe(0);
+      const again = await runCli(['enroll', '--json'], lost.env);
+      expect(again.code, again.stdout + again.stderr).toBe(0);
+      expect(json<{ verdict: string; clientId: string }>(again)).toMatchObject({ verdict: 'accepted', clientId });
+    } finally {
+      lost.remove();
+    }
+  }, 120_000);
+});
+
+// as root only (CI is): the directories belong to the service, as install.sh makes them, and doctor runs as a maker
+describe.skipIf(process.getuid?.() !== 0)('doctor on an installed speaker, without sudo', () => {
+  it('regression: an unreadable config.json (EACCES) got "fix the file or remove it and run enroll", and the running service was "not running"', async () => {
+    const svc = deviceDirs();
+    // the service's socket candidates as on a speaker (its state directory, /run/speaker-agent), not the test's
+    delete svc.env.SPEAKER_AGENT_STATUS_SOCKET;
+    const socketPath = path.join(svc.stateDir, 'status.sock');
+    try {
+      mkdirSync(svc.configDir, { mode: 0o750 });
+      writeFileSync(path.join(svc.configDir, 'config.json'), JSON.stringify({ server: { url: companion.url, workspaceKey: companion.workspaceKey } }), { mode: 0o640 });
+      chownSync(svc.configDir, 0, 4243); // /etc/speaker-agent: root:speaker-agent 0750
+      mkdirSync(svc.stateDir, { mode: 0o700 });
+      writeFileSync(path.join(svc.stateDir, 'mic.json'), '{"muted": false}\n', { mode: 0o600 });
+      const server = await startStatusServer({ socketPath, snapshot: () => ({ listening: { micMuted: false } }) });
+      chownSync(svc.stateDir, 4242, 4243); // /var/lib/speaker-agent: the service's, 0700
+      chmodSync(svc.root, 0o755);
+      try {
+        const r = await doctor(svc.env, { uid: 4244, gid: 4244 }); // a maker: neither root nor in the service's group
+        expect(r.checks.config.status).toBe('fail');
+        expect(r.checks.config.detail).toMatch(/permission denied/);
+        expect(r.checks.config.fix).toContain('sudo speaker-agent doctor');
+        expect(r.checks.config.fix).not.toMatch(/remove/);
+        const service = r.checks['agent service'];
+        expect(service.status).toBe('warn');
+        expect(service.detail).toContain(`permission denied on ${socketPath}`);
+        expect(service.detail).not.toMatch(/not running/);
+        expect(service.fix).toContain('sudo speaker-agent doctor');
+        expect(r.checks['privacy mute'].detail).toMatch(/permission denied/);
+      } finally {
+        await server.close();
+      }
+    } finally {
+      svc.remove();
+    }
+  }, 120_000);
+});
+
+describe('doctor and the agent service', () => {
+  it('regression: with no usable config it looked at no status socket and said "not running" beside a running agent', async () => {
+    const svc = deviceDirs();
+    try {
+      mkdirSync(svc.configDir, { recursive: true });
+      writeFileSync(path.join(svc.configDir, 'config.json'), '{"server": ');
+      const server = await startStatusServer({ socketPath: svc.env.SPEAKER_AGENT_STATUS_SOCKET!, snapshot: () => ({ listening: { micMuted: false } }) });
+      try {
+        const r = await doctor(svc.env);
+        expect(r.checks.config.status).toBe('fail');
+        expect(r.checks.config.fix).toMatch(/fix the file/); // really broken JSON: that fix is the right one
+        expect(r.checks['agent service']).toMatchObject({ status: 'pass', detail: `running (status socket ${svc.env.SPEAKER_AGENT_STATUS_SOCKET})` });
+      } finally {
+        await server.close();
+      }
+    } finally {
+      svc.remove();
+    }
+  }, 120_000);
+});
+
+describe('doctor output', () => {
+  it('regression: the PortAudio addon check printed ~64 "ALSA lib ... Unknown PCM" lines on the terminal', async () => {
+    const r = await runCli(['doctor', '--skip-call', '--skip-echo'], dev.env, 60_000);
+    expect(r.stdout).toMatch(/^addon: PortAudio\s+ok\s+naudiodon2: \d+ devices/m);
+    expect(r.stderr.split('\n').filter((l) => l.includes('ALSA lib'))).toEqual([]);
+  }, 120_000);
+});
+
+describe('doctor and the privacy mute', () => {
+  it('regression: a muted microphone (or a corrupt mic.json, which counts as muted) was never mentioned: all green while the speaker could not hear', async () => {
+    const micFile = path.join(dev.stateDir, 'mic.json');
+    try {
+      expect((await runCli(['mic', 'off'], dev.env)).code).toBe(0); // no daemon: written to mic.json
+      const muted = (await doctor(dev.env)).checks['privacy mute'];
+      expect(muted).toMatchObject({ status: 'warn', fix: 'speaker-agent mic on' });
+      expect(muted.detail).toMatch(/muted/);
+
+      writeFileSync(micFile, '{"muted": ', { mode: 0o600 });
+      const corrupt = (await doctor(dev.env)).checks['privacy mute'];
+      expect(corrupt.status).toBe('warn');
+      expect(corrupt.detail).toContain(micFile);
+      expect(corrupt.detail).toMatch(/counts as muted/);
+      expect(corrupt.fix).toMatch(/^speaker-agent mic on/);
+
+      expect((await runCli(['mic', 'on'], dev.env)).code).toBe(0);
+      expect((await doctor(dev.env)).checks['privacy mute']).toMatchObject({ status: 'pass' });
+    } finally {
+      writeFileSync(micFile, '{"muted": false}\n', { mode: 0o600 });
+    }
+  }, 180_000);
+});
