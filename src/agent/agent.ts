@@ -570,7 +570,9 @@ export class SpeakerAgent extends EventEmitter {
       // is not: a session at its maximum length, a DHCP renewal or a router reboot at 3 am played the tone into
       // a sleeping house, although the next call was usually up within a second; a wake word said while the
       // call is down still plays it.
-      const inConversation = ['listening', 'thinking', 'speaking'].includes(this.listening.state);
+      // (in `always` mode, listening is its resting state: only thinking and speaking count there)
+      const st = this.listening.state;
+      const inConversation = st === 'thinking' || st === 'speaking' || (st === 'listening' && this.deps.settings.listening.mode !== 'always');
       this.listening.setCallUp(false);
       if (upSince && !signal.aborted && inConversation) this.earcon('unreachable');
       await call.close();

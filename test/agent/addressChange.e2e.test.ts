@@ -53,4 +53,37 @@ describe.runIf(ns)("this device's address changes under a call (a network namesp
     expect(agent.snapshot().lastError?.message).toMatch(/address as the peer sees it moved \(10\.231\.\d+\.1:\d+ -> 10\.231\.\d+\.3:\d+/);
     await waitUntil(() => agent!.snapshot().state === 'connected' && agent!.snapshot().callId !== first, 30_000, 'a new call from the new address');
   }, 90_000);
+
+  // from a review of the change above: a second address becoming the source, the first still on the interface
+  // (IPv6 privacy addresses rotating do the same); the peer's audio to the first still arrives, so the call stays
+  it('a second address that becomes the source while the first stays keeps the call (only the baseline moves)', async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'renumber2-'));
+    const { identity } = await ensureIdentity(path.join(tmp, 'state'));
+    await agent?.stop();
+    await peer?.kill();
+    ns!.remove();
+    const fresh = createNetNs()!;
+    Object.assign(ns!, fresh);
+    peer = new TestAssistantPeerProcess({ workspaceKey: KEY, host: fresh.nsIp, netns: fresh.name });
+    await peer.start();
+    const settings = parseSettings({
+      server: { url: peer.url, workspaceKey: KEY, appSource: 'renumber', requestTimeoutMs: 2_000 },
+      audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
+      mixer: { card: 'default', control: VIRTUAL.mixerControl },
+    });
+    agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }), logger: silentLogger });
+    await agent.start();
+    await waitUntil(() => agent!.snapshot().state === 'connected', 20_000, 'the call');
+    const first = agent.snapshot().callId;
+    await new Promise((r) => setTimeout(r, 1_000));
+    // A consent check asked now (the watchdog asks only when the peer goes quiet, and this one's RTCP keeps
+    // coming): the transport is the agent's call's, private to it.
+    const transport = (agent as unknown as { call?: { o: { transport: { probe(): Promise<boolean> } } } }).call!.o.transport;
+    expect(await transport.probe()).toBe(true); // the baseline: 10.231.x.1
+    fresh.addSourceAddress();
+    expect(await transport.probe()).toBe(true); // answered at 10.231.x.4, and .1 is still ours
+    expect(await transport.probe()).toBe(true);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(agent.snapshot()).toMatchObject({ state: 'connected', callId: first });
+  }, 90_000);
 });

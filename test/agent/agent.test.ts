@@ -229,6 +229,33 @@ describe('SpeakerAgent', () => {
     expect(earcons).toEqual(['unreachable']);
   });
 
+  it('in `always` mode (listening is its resting state) a call lost with nobody talking plays nothing either', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
+    await peer.start();
+    const transports: ScriptedTransport[] = [];
+    const earcons: string[] = [];
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'always' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'silent' }),
+      reconnectPolicy: { nextDelayMs: () => 50 },
+      transportFactory: () => {
+        const t = new ScriptedTransport();
+        transports.push(t);
+        return t;
+      },
+    });
+    agent.on('earcon', (name: string) => earcons.push(name));
+    await agent.start();
+    await until(() => agent!.snapshot().state === 'connected' && agent!.listening.state === 'listening', 10_000, 'the call, listening');
+    earcons.length = 0;
+    transports.at(-1)!.peerCloses();
+    await until(() => transports.length === 2 && agent!.snapshot().state === 'connected', 10_000, 'the second call');
+    expect(earcons.filter((e) => e === 'unreachable')).toEqual([]);
+  });
+
   it('regression: push-to-talk while the microphone was muted made no sound; the mute earcon says why nothing happens', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();

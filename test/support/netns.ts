@@ -1,7 +1,8 @@
 // A second host on this machine for network faults: a network namespace joined to this one by a veth pair
 // (10.x.y.1 here, 10.x.y.2 inside), created and removed by the test (iproute2, as root). cut() takes the link down
 // (nothing passes, nothing is refused: a network cut as a Wi-Fi drop looks to the device); restore() brings it back;
-// renumber() gives this side another address (a new DHCP lease: the old one is gone, the link stays up).
+// renumber() gives this side another address (a new DHCP lease: the old one is gone, the link stays up);
+// addSourceAddress() adds a second one and makes it the source of what this side sends (the first still works).
 import { execFileSync } from 'node:child_process';
 
 export interface NetNs {
@@ -13,6 +14,9 @@ export interface NetNs {
   renumberedIp: string;
   cut(): void;
   renumber(): void;
+  /** the second address addSourceAddress() adds */
+  secondIp: string;
+  addSourceAddress(): void;
   restore(): void;
   remove(): void;
 }
@@ -27,6 +31,7 @@ export function createNetNs(): NetNs | undefined {
   const hostIp = `10.231.${id}.1`;
   const nsIp = `10.231.${id}.2`;
   const renumberedIp = `10.231.${id}.3`;
+  const secondIp = `10.231.${id}.4`;
   const remove = () => {
     try {
       ip('netns', 'del', name);
@@ -58,6 +63,11 @@ export function createNetNs(): NetNs | undefined {
     hostIp,
     nsIp,
     renumberedIp,
+    secondIp,
+    addSourceAddress: () => {
+      ip('addr', 'add', `${secondIp}/24`, 'dev', hostIf);
+      ip('route', 'replace', `10.231.${id}.0/24`, 'dev', hostIf, 'src', secondIp);
+    },
     cut: () => ip('link', 'set', hostIf, 'down'),
     // the old address first: deleting a primary address takes its secondaries with it
     renumber: () => {

@@ -1,6 +1,7 @@
 // The real transport: a werift peer connection with one sendrecv Opus transceiver and the 'oai-events' data
 // channel, offered by the device and answered by the service (spec section 4).
 import { randomInt } from 'node:crypto';
+import os from 'node:os';
 import {
   RTCPeerConnection,
   RTCRtpCodecParameters,
@@ -230,7 +231,9 @@ export class WebrtcTransport implements TransportLayer {
       const mapped = answer?.getAttributeValue('XOR-MAPPED-ADDRESS');
       if (mapped) {
         const seenAt = `${mapped[0]}:${mapped[1]}`;
-        if (this.mappedAddress !== undefined && seenAt !== this.mappedAddress) {
+        // The old address still this device's (a second address, IPv6 privacy addresses rotating): the sockets
+        // listen on every address, so the peer's audio still arrives there; only the baseline moves.
+        if (this.mappedAddress !== undefined && seenAt !== this.mappedAddress && !isOwnAddress(this.mappedAddress)) {
           this.reportClosed(
             new AgentError('call_failed', `this device's address as the peer sees it moved (${this.mappedAddress} -> ${seenAt}: a new DHCP lease, or the router's NAT renewed its mapping); the peer's audio goes to the old one`),
           );
@@ -287,3 +290,10 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined, error: 
     p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
+
+/** Whether "host:port" (as XOR-MAPPED-ADDRESS gave it) is an address of one of this machine's interfaces. */
+function isOwnAddress(hostPort: string): boolean {
+  const host = hostPort.slice(0, hostPort.lastIndexOf(':'));
+  return Object.values(os.networkInterfaces()).some((list) => list?.some((a) => a.address === host));
+}
+

@@ -194,6 +194,7 @@ export class Conversation implements IncomingAudioHandler {
       case 'response.create': {
         if (this.pendingText) {
           const { text } = this.pendingText;
+          this.pendingText = undefined; // taken now: a second response.create in the same tick gets no second reply
           const turn = this.turn;
           if (this.stateNow === 'listening') this.stateNow = 'thinking';
           this.enqueue(() => this.answer(text, turn));

@@ -274,6 +274,18 @@ describe('Conversation on a GA call, through the stock SDK', () => {
     expect((await h.waitFor((e) => e.type === 'error')).error).toMatchObject({ code: 'invalid_event', event_id: 'e1' });
   });
 
+  it('regression (from a review): two response.create in one tick after a typed message gave two replies', async () => {
+    const h = harness({ ga: true });
+    h.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hello' }] } });
+    h.send({ type: 'response.create' });
+    h.send({ type: 'response.create', event_id: 'again' });
+    await h.waitFor((e) => e.type === 'response.done');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.wire.filter((e) => e.type === 'response.created')).toHaveLength(1);
+    // the second asks for a response with nothing to answer: said so
+    expect(h.first((e) => e.type === 'error').error).toMatchObject({ code: 'no_pending_function_output', event_id: 'again' });
+  });
+
   it('regression: output_audio_buffer.clear, input_audio_buffer.commit, conversation.item.truncate/delete were unknown_event', async () => {
     const h = harness({ ga: true });
     // idle: clear is acknowledged; commit with no speech is the public protocol's error
