@@ -10,7 +10,7 @@ import https from 'node:https';
 import { http } from '../common/nodeHttp.js';
 import { DEVICE_FUNCTION_TOOLS } from '../protocol/functions.js';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
-import { parseRealtimeErrorBody, REALTIME_CLIENT_REJECTED_CODES } from '../protocol/realtimeErrors.js';
+import { parseRealtimeErrorBody, REALTIME_NOT_A_REJECTION_404 } from '../protocol/realtimeErrors.js';
 import { CLIENT_REJECTED_CODES, parseRestErrorBody } from '../protocol/restErrors.js';
 import { parseRealtimeSession, type Modality, type RealtimeSession } from '../protocol/session.js';
 import { AgentError } from './errors.js';
@@ -251,7 +251,7 @@ export class ServiceClient {
         if (received === undefined) {
           // No connection is the network; a connection left unanswered is a server too slow (or stuck).
           const connected = req.socket ? !req.socket.connecting : false;
-          done(connected ? new AgentError('network', `${server} (${what}) answered too slowly: no answer within ${answerWithinMs} ms`) : fail(`no connection within ${answerWithinMs} ms`));
+          done(connected ? new AgentError('network', `${server} (${what}) answered too slowly: no answer within ${answerWithinMs} ms`) : fail(`no connection within ${restMs} ms`));
         } else if (o.flowing) {
           done(new AgentError('network', `${server} (${what}) stalled: no data for ${restMs} ms after ${received} bytes of the answer`));
         } else {
@@ -259,7 +259,20 @@ export class ServiceClient {
         }
         req.destroy();
       };
-      let timer = setTimeout(timedOut, answerWithinMs);
+      // Connecting gets the ordinary limit, a long answer's allowance only starts once connected: a host that
+      // drops packets would otherwise hold `say` for the kernel's SYN retries (~2 minutes), not 10 s.
+      let timer = setTimeout(timedOut, Math.min(answerWithinMs, restMs));
+      if (answerWithinMs > restMs) {
+        req.once('socket', (sock) => {
+          const connected = (): void => {
+            if (settled || received !== undefined) return;
+            clearTimeout(timer);
+            timer = setTimeout(timedOut, answerWithinMs);
+          };
+          if (!sock.connecting) connected();
+          else sock.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', connected);
+        });
+      }
       req.on('error', (err) => done(fail(err.message, err)));
       req.end(body);
     });
@@ -309,9 +322,23 @@ function waitNote(ms: number | undefined): string {
 
 /** An error answer not in the service's shape: a proxy, a load balancer mid-deploy or a captive portal answered,
  *  not the service, so it says nothing about this device's credentials. Summarised, never pasted (HTML pages). */
-function foreignAnswer(res: Answer, what: string): AgentError {
+function summaryOf(res: Answer): string {
   const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim() || 'untyped';
-  const summary = res.body.length > 0 ? `${type}, ${res.body.length} bytes` : 'no body';
+  return res.body.length > 0 ? `${type}, ${res.body.length} bytes` : 'no body';
+}
+
+function isJson(res: Answer): boolean {
+  if (!String(res.headers['content-type'] ?? '').includes('json')) return false;
+  try {
+    JSON.parse(res.text());
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function foreignAnswer(res: Answer, what: string): AgentError {
+  const summary = summaryOf(res);
   const retryAfter = retryAfterMs(res);
   const opts = { status: res.status, retryAfterMs: retryAfter };
   if (res.status === 429 || res.status === 503) {
@@ -322,12 +349,16 @@ function foreignAnswer(res: Answer, what: string): AgentError {
 
 function realtimeError(res: Answer, what: string): AgentError {
   const e = parseRealtimeErrorBody(res.text());
-  if (!e) return foreignAnswer(res, what);
+  if (!e) {
+    // a 401 in JSON of another shape (a maker's token endpoint: {"error": "bad key"}) still refuses this device
+    if (res.status === 401 && isJson(res)) return new AgentError('auth_rejected', `the server rejected this device: HTTP 401 (${summaryOf(res)})`, { status: 401 });
+    return foreignAnswer(res, what);
+  }
   const { status } = res;
   const detail = `${e.message} (${e.code || e.type})`;
   const retryAfter = retryAfterMs(res);
   const opts = { status, serverCode: e.code, retryAfterMs: retryAfter };
-  if (status === 401 || (status === 404 && REALTIME_CLIENT_REJECTED_CODES.includes(e.code))) {
+  if (status === 401 || (status === 404 && !REALTIME_NOT_A_REJECTION_404.includes(e.code))) {
     return new AgentError('auth_rejected', `the server rejected this device: ${detail}`, opts);
   }
   if (status >= 500) return new AgentError('server_error', `${what} failed on the server: ${detail}${waitNote(retryAfter)}`, opts);

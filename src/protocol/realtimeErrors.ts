@@ -51,9 +51,10 @@ export const CLIENT_EVENT_ERRORS = {
 } as const;
 export type ClientEventErrorCode = keyof typeof CLIENT_EVENT_ERRORS;
 
-/** The codes that refuse the device itself (with 404; any 401 in this shape does too): the spec's "client ID not
- *  found or not activated". Its other 404s name a route or a call, not the device. */
-export const REALTIME_CLIENT_REJECTED_CODES: readonly string[] = ['client_not_found', 'client_not_activated'] satisfies RealtimeErrorCode[];
+/** The 404s in the error shape that do not refuse the device (a route, a call). Any other 404 in the shape does:
+ *  the spec says a realtime 404 is "client ID not found or not activated" without naming codes, so another
+ *  service's own code for it must count as a rejection too. */
+export const REALTIME_NOT_A_REJECTION_404: readonly string[] = ['not_found', 'call_not_found'] satisfies RealtimeErrorCode[];
 
 export interface RealtimeErrorBody {
   error: { message: string; type: string; code: string };

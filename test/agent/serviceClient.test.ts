@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../../src/agent/errors.js';
 import { ServiceClient } from '../../src/agent/serviceClient.js';
 import { DEVICE_FUNCTION_NAMES } from '../../src/protocol/functions.js';
+import { createNetNs } from '../support/netns.js';
 import { TestAssistantPeer } from '../support/testAssistantPeer.js';
 
 const KEY = 'ws-key';
@@ -222,6 +223,39 @@ describe('ServiceClient', () => {
     const e = await failure(c.requestApp('GET', '/v1/app/voices'));
     expect(e).toMatchObject({ code: 'auth_rejected', status: 404, serverCode: 'CLIENT_NOT_FOUND' });
     expect(e.message).toContain('client not found (CLIENT_NOT_FOUND)');
+  });
+
+  it('regression (from a review): a spec-conformant service\'s own 404 code and a token endpoint\'s JSON 401 of another shape were retried fast as server errors; they are rejections', async () => {
+    let answer: { status: number; body: unknown } = { status: 404, body: {} };
+    const url = await serve((req, res) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body)));
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    // the spec: a realtime 404 is "client ID not found or not activated", with no code named
+    answer = { status: 404, body: { error: { message: 'device unknown', type: 'not_found_error', code: 'device_unknown' } } };
+    expect(await failure(c.createSession())).toMatchObject({ code: 'auth_rejected', status: 404, serverCode: 'device_unknown' });
+    answer = { status: 404, body: { error: { message: 'no such call', type: 'not_found_error', code: 'call_not_found' } } };
+    expect(await failure(c.createSession())).toMatchObject({ code: 'server_error', status: 404 });
+    // a maker's token endpoint: {"error": "..."} as a string
+    const token = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, protocol: 'openai-realtime' });
+    answer = { status: 401, body: { error: 'bad device key' } };
+    expect(await failure(token.createSession())).toMatchObject({ code: 'auth_rejected', status: 401 });
+  });
+
+  it('regression (from a review): a long answer\'s 180 s also covered connecting, so `say` to a host that drops packets waited for the kernel\'s SYN retries; connecting keeps the ordinary limit', async () => {
+    const ns = createNetNs();
+    if (!ns) return expect.fail('needs root and iproute2 for a host that drops packets (CI has both)');
+    try {
+      ns.silence(); // packets to it are sent and lost: nothing answers, nothing refuses
+      const c = new ServiceClient({ baseUrl: `http://${ns.nsIp}:8787`, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, timeoutMs: 500 });
+      const t0 = performance.now();
+      const e = await failure(c.requestApp('POST', '/v1/app/text-to-speech/v', { text: 'hi' }, { longAnswer: true }));
+      // (here the dead host is on a local link: without the fix the kernel gives up after ARP's 3 s, not the ~2
+      // minutes of SYN retries a routed path takes)
+      expect(performance.now() - t0).toBeLessThan(2_000);
+      expect(e).toMatchObject({ code: 'network' });
+      expect(e.message).toMatch(/no connection within 500 ms/);
+    } finally {
+      ns.remove();
+    }
   });
 
   it('regression: a 429/503 Retry-After was dropped; it is kept (delta-seconds or HTTP-date), clamped to 1 s..10 min', async () => {

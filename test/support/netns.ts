@@ -13,6 +13,9 @@ export interface NetNs {
   /** this side's address after renumber() */
   renumberedIp: string;
   cut(): void;
+  /** takes the namespace's side down: this side keeps its route, so packets to nsIp are sent and silently lost
+   *  (a host that drops them; with cut() they would leave by the default route instead) */
+  silence(): void;
   renumber(): void;
   /** the second address addSourceAddress() adds */
   secondIp: string;
@@ -69,6 +72,7 @@ export function createNetNs(): NetNs | undefined {
       ip('route', 'replace', `10.231.${id}.0/24`, 'dev', hostIf, 'src', secondIp);
     },
     cut: () => ip('link', 'set', hostIf, 'down'),
+    silence: () => ip('netns', 'exec', name, 'ip', 'link', 'set', nsIf, 'down'),
     // the old address first: deleting a primary address takes its secondaries with it
     renumber: () => {
       ip('addr', 'del', `${hostIp}/24`, 'dev', hostIf);
