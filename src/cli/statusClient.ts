@@ -1,11 +1,85 @@
-// Reads the running daemon's status from its unix socket (src/agent/statusServer.ts).
+// Reads the running daemon's status from its unix socket (src/agent/statusServer.ts), sends it commands and
+// follows its state stream. Only the socket is needed: not config.json, which a user without sudo may not read
+// (/etc/speaker-agent is 0750) and a typo may break, while the daemon runs on what it read at start.
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentError } from '../agent/errors.js';
+import { CONFIG_FILE_NAME, defaultConfigDir, defaultStateDir, readConfigFile, settingFromEnv } from '../agent/settings.js';
+import { micStatePath, readMicMuted } from '../agent/micMute.js';
+import { statusSocketCandidates } from '../agent/statusServer.js';
 import { http } from '../common/nodeHttp.js';
+
+export const PERMISSION_DENIED = "permission denied: run it with sudo (the service's files are root's and speaker-agent's)";
 
 export interface StatusReadResult {
   socketPath: string;
   status: unknown;
 }
+
+/** Where the daemon is looked for: the socket candidates and the state directory (mic.json without a daemon). */
+export interface DaemonPlace {
+  candidates: string[];
+  stateDir: string;
+  /** config.json this user may not read (its paths.stateDir, if any, is then unknown) */
+  configDenied?: string;
+}
+
+function deniedCode(err: unknown): boolean {
+  // the errno may sit under an AgentError (settings.ts wraps the read error as its cause)
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+    if (e.code === 'EACCES' || e.code === 'EPERM') return true;
+  }
+  return false;
+}
+
+/** The sockets and state directory without loading the settings: config.json is read only for paths.stateDir,
+ *  and one that is unreadable or broken is passed over (the service's /run/speaker-agent is a candidate anyway). */
+export function locateDaemon(socket?: string, env: NodeJS.ProcessEnv = process.env): DaemonPlace {
+  let stateDir = settingFromEnv('paths.stateDir', env) || undefined;
+  let configDenied: string | undefined;
+  if (!stateDir) {
+    const configDir = defaultConfigDir(env);
+    try {
+      const paths = readConfigFile(configDir).paths as { stateDir?: unknown } | undefined;
+      if (typeof paths?.stateDir === 'string' && paths.stateDir) stateDir = paths.stateDir;
+    } catch (err) {
+      if (deniedCode(err)) configDenied = path.join(configDir, CONFIG_FILE_NAME);
+    }
+    stateDir ??= defaultStateDir(env);
+  }
+  return { candidates: socket ? [socket] : statusSocketCandidates(stateDir, env), stateDir, configDenied };
+}
+
+/** No daemon answered. `absent`: every socket was missing or refused (a stale file): none runs, so `mic` may
+ *  write mic.json instead. Permission denied anywhere is said as such (exit 3, like other setup a person fixes):
+ *  "not running" sent makers looking for a crash, and `mic` then "muted" a file while the daemon listened on. */
+export class DaemonUnreachable extends AgentError {
+  override name = 'DaemonUnreachable';
+  readonly absent: boolean;
+  readonly denied: boolean;
+  constructor(readonly tried: { socketPath: string; code?: string; why: string }[], configDenied?: string) {
+    const lines = tried.map((t) => `${t.socketPath}: ${t.why}`);
+    if (configDenied) lines.push(`${configDenied}: permission denied`);
+    const denied = configDenied !== undefined || tried.some((t) => t.code === 'EACCES' || t.code === 'EPERM');
+    const absent = !denied && tried.every((t) => t.code === 'ENOENT' || t.code === 'ECONNREFUSED');
+    const list = `\n  ${lines.join('\n  ')}`;
+    super(
+      denied ? 'config_invalid' : 'network',
+      denied
+        ? `${PERMISSION_DENIED}${list}`
+        : absent
+          ? `the agent is not running (no status socket answered).${list}\nStart it with \`systemctl start speaker-agent\` or \`speaker-agent run\`.`
+          : `could not reach the running agent:${list}`,
+    );
+    this.absent = absent;
+    this.denied = denied;
+  }
+}
+
+const tryOf = (socketPath: string, err: unknown) => {
+  const e = err as NodeJS.ErrnoException;
+  return { socketPath, code: e.code, why: e.code === 'EACCES' || e.code === 'EPERM' ? `${e.code} (permission denied)` : e.code ?? e.message };
+};
 
 /** GET /status on one socket; rejects with the connect error (ENOENT, ECONNREFUSED, EACCES). */
 export function readStatusFrom(socketPath: string, timeoutMs = 2000): Promise<unknown> {
@@ -29,38 +103,32 @@ export function readStatusFrom(socketPath: string, timeoutMs = 2000): Promise<un
   });
 }
 
-/** Tries each candidate socket in order; AgentError('network') naming what was tried when none answers. */
-export async function readStatus(candidates: string[], timeoutMs = 2000): Promise<StatusReadResult> {
-  const tried: string[] = [];
+/** Tries each candidate socket in order; DaemonUnreachable naming what was tried when none answers. */
+export async function readStatus(candidates: string[], timeoutMs = 2000, configDenied?: string): Promise<StatusReadResult> {
+  const tried: ReturnType<typeof tryOf>[] = [];
   for (const socketPath of candidates) {
     try {
       return { socketPath, status: await readStatusFrom(socketPath, timeoutMs) };
     } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      tried.push(`${socketPath}: ${e.code === 'EACCES' ? 'permission denied (run as root or a member of the socket group)' : e.code ?? e.message}`);
+      tried.push(tryOf(socketPath, err));
     }
   }
-  throw new AgentError(
-    'network',
-    `the agent is not running (no status socket answered).\n  ${tried.join('\n  ')}\n` +
-      'Start it with `systemctl start speaker-agent` or `speaker-agent run`.',
-  );
+  throw new DaemonUnreachable(tried, configDenied);
 }
 
-/** POST one command (/listen, /stop, /mic/off, /mic/on) to the first socket that answers; AgentError('network')
- *  when none does, like readStatus. */
-export async function sendCommand(candidates: string[], command: string, timeoutMs = 5000): Promise<{ socketPath: string; answer: unknown }> {
-  const tried: string[] = [];
+/** POST one command (/listen, /stop, /mic/off, /mic/on) to the first socket that answers; DaemonUnreachable
+ *  when none does (a daemon that takes longer than timeoutMs is unreachable, not absent). */
+export async function sendCommand(candidates: string[], command: string, timeoutMs = 5000, configDenied?: string): Promise<{ socketPath: string; answer: unknown }> {
+  const tried: ReturnType<typeof tryOf>[] = [];
   for (const socketPath of candidates) {
     try {
       return { socketPath, answer: await postTo(socketPath, command, timeoutMs) };
     } catch (err) {
-      if (err instanceof AgentError) throw err; // the daemon answered (an error, or too slowly): not a missing socket
-      const e = err as NodeJS.ErrnoException;
-      tried.push(`${socketPath}: ${e.code === 'EACCES' ? 'permission denied (run as root or a member of the socket group)' : e.code ?? e.message}`);
+      if (err instanceof AgentError) throw err; // the daemon answered (an error), or the request may have reached it
+      tried.push(tryOf(socketPath, err));
     }
   }
-  throw new AgentError('network', `the agent is not running (no status socket answered).\n  ${tried.join('\n  ')}`);
+  throw new DaemonUnreachable(tried, configDenied);
 }
 
 function postTo(socketPath: string, command: string, timeoutMs: number): Promise<unknown> {
@@ -78,7 +146,8 @@ function postTo(socketPath: string, command: string, timeoutMs: number): Promise
         }
       });
     });
-    req.on('timeout', () => req.destroy(new AgentError('network', `no answer from ${socketPath} within ${timeoutMs} ms`)));
+    // the request may have reached a hung daemon: not tried elsewhere, and never taken for "no daemon"
+    req.on('timeout', () => req.destroy(new DaemonUnreachable([{ socketPath, code: 'ETIMEDOUT', why: `no answer within ${timeoutMs} ms` }])));
     req.on('error', reject);
     req.end();
   });
@@ -97,14 +166,14 @@ function isFollowedEvent(v: unknown): v is FollowedEvent {
   return typeof e === 'object' && e !== null && typeof e.state === 'string' && typeof e.at === 'string';
 }
 
-/** GET /events: calls onEvent for each JSON line until the daemon goes (resolves) or signal aborts. A line that is
- *  not a listening event (`--socket` naming some other server's socket) rejects with AgentError('internal'): it
- *  was an uncaught exception in the stream's handler, a stack trace to the user. */
-export function followEvents(candidates: string[], onEvent: (e: FollowedEvent) => void, signal?: AbortSignal): Promise<{ socketPath: string }> {
+/** GET /events: calls onEvent for each JSON line until the daemon goes (resolves) or signal aborts; when no socket
+ *  answers, DaemonUnreachable. A line that is not a listening event (`--socket` naming some other server's socket)
+ *  rejects with AgentError('internal'): it was an uncaught exception in the stream's handler, a stack trace. */
+export function followEvents(candidates: string[], onEvent: (e: FollowedEvent) => void, signal?: AbortSignal, configDenied?: string): Promise<{ socketPath: string }> {
   return (async () => {
-    const tried: string[] = [];
+    const tried: ReturnType<typeof tryOf>[] = [];
     for (const socketPath of candidates) {
-      const r = await new Promise<{ ok: true } | { ok: false; why: string }>((resolve, reject) => {
+      const r = await new Promise<{ ok: true } | { ok: false; err: unknown }>((resolve, reject) => {
         const req = http.get({ socketPath, path: '/events', signal }, (res) => {
           if (res.statusCode !== 200) {
             res.resume();
@@ -138,12 +207,74 @@ export function followEvents(candidates: string[], onEvent: (e: FollowedEvent) =
         });
         req.on('error', (err: NodeJS.ErrnoException) => {
           if (signal?.aborted) return resolve({ ok: true });
-          resolve({ ok: false, why: err.code === 'EACCES' ? 'permission denied (run as root or a member of the socket group)' : err.code ?? err.message });
+          resolve({ ok: false, err });
         });
       });
       if (r.ok) return { socketPath };
-      tried.push(`${socketPath}: ${r.why}`);
+      tried.push(tryOf(socketPath, r.err));
     }
-    throw new AgentError('network', `the agent is not running (no status socket answered).\n  ${tried.join('\n  ')}`);
+    throw new DaemonUnreachable(tried, configDenied);
   })();
+}
+
+/** The line `status --follow` prints while no daemon can be followed: the microphone is off the wire (the LED
+ *  goes dark, or blinks for a mute kept in mic.json). */
+export interface NotRunningEvent extends FollowedEvent {
+  state: 'not_running' | 'unreachable';
+  reason: 'agent_not_running' | 'agent_unreachable';
+  micOnWire: false;
+  previous?: string;
+  /** from <state dir>/mic.json, when this user can read it: what the agent starts with */
+  micMuted?: boolean;
+}
+
+/** `status --follow`: follows the daemon across its crashes, watchdog kills, restarts and upgrades. Each time it
+ *  goes (or is not there), one NotRunningEvent, then the socket is tried every retryMs until the daemon is back
+ *  and its own lines resume. Before, the command ended with the stream and a README LED script froze on the last
+ *  micOnWire: lit while the microphone was off, or dark later while it was live. Returns only when signal aborts;
+ *  throws only what waiting cannot fix: permission denied before anything was followed (the caller's rights do
+ *  not change), or a socket that is not an agent's. onProblem: why the daemon could not be reached, other than
+ *  its absence (once per outage). */
+export async function keepFollowing(
+  place: DaemonPlace,
+  onEvent: (e: FollowedEvent) => void,
+  signal: AbortSignal,
+  o: { retryMs?: number; onProblem?: (err: DaemonUnreachable) => void } = {},
+): Promise<void> {
+  let followed = false;
+  let down = false; // a NotRunningEvent is out for this outage
+  let previous: string | undefined;
+  while (!signal.aborted) {
+    let problem: DaemonUnreachable | undefined;
+    try {
+      await followEvents(place.candidates, (e) => {
+        followed = true;
+        down = false;
+        previous = e.state;
+        onEvent(e);
+      }, signal, place.configDenied);
+    } catch (err) {
+      if (!(err instanceof DaemonUnreachable)) throw err;
+      if (err.denied && !followed) throw err;
+      problem = err;
+    }
+    if (signal.aborted) return;
+    if (!down) {
+      down = true;
+      const ev: NotRunningEvent = {
+        state: problem && !problem.absent ? 'unreachable' : 'not_running',
+        reason: problem && !problem.absent ? 'agent_unreachable' : 'agent_not_running',
+        micOnWire: false,
+        at: new Date().toISOString(),
+      };
+      if (previous) ev.previous = previous;
+      if (!place.configDenied) {
+        const mic = readMicMuted(micStatePath(place.stateDir));
+        if (!mic.problem) ev.micMuted = mic.muted; // unreadable: unknown, not guessed
+      }
+      onEvent(ev);
+      if (problem && !problem.absent) o.onProblem?.(problem);
+    }
+    await sleep(o.retryMs ?? 1000, undefined, { signal }).catch(() => undefined);
+  }
 }

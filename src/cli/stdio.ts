@@ -36,8 +36,9 @@ export function stdoutIsTTY(): boolean {
   return tty.isatty(outFd);
 }
 
-/** Synchronous write to the real stdout (small CLI outputs; survives process.exit right after). */
-export function writeOut(text: string): void {
+/** Synchronous write to the real stdout (small CLI outputs; survives process.exit right after); false when the
+ *  reader went away (EPIPE). */
+export function writeOut(text: string): boolean {
   const buf = Buffer.from(text, 'utf8');
   let off = 0;
   while (off < buf.length) {
@@ -45,8 +46,9 @@ export function writeOut(text: string): void {
       off += writeSync(outFd, buf, off);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EAGAIN') continue; // a non-blocking pipe that is full
-      if ((err as NodeJS.ErrnoException).code === 'EPIPE') return; // reader went away (| head)
+      if ((err as NodeJS.ErrnoException).code === 'EPIPE') return false; // reader went away (| head)
       throw err;
     }
   }
+  return true;
 }

@@ -1,14 +1,15 @@
 // `speaker-agent mic [off|on]`: the privacy mute. Through the running daemon (POST /mic/off, /mic/on): the
 // capture device is closed, nothing is sent, and the mute is kept across restarts (<state dir>/mic.json).
 // With no daemon running, the file is written directly, so the agent starts muted (or not) next time.
+// config.json is not loaded: a typo in it must not make the mute impossible on a running speaker (privacy first).
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
 import type { ListeningStatus } from '../../agent/agent.js';
 import { micStatePath, readMicMuted, writeMicMuted } from '../../agent/micMute.js';
-import { statusSocketCandidates } from '../../agent/statusServer.js';
-import { settings } from '../cliContext.js';
 import { emit } from '../output.js';
-import { readStatus, sendCommand } from '../statusClient.js';
+import { DaemonUnreachable, locateDaemon, PERMISSION_DENIED, readStatus, sendCommand } from '../statusClient.js';
+
+const denied = (err: unknown) => ['EACCES', 'EPERM'].includes((err as NodeJS.ErrnoException).code ?? '');
 
 export function registerMic(program: Command): void {
   program
@@ -20,25 +21,38 @@ export function registerMic(program: Command): void {
     .addHelpText('after', '\nExamples:\n  speaker-agent mic off\n  speaker-agent mic on\n  speaker-agent mic --json')
     .action(async (action: string | undefined, o: { json?: boolean; socket?: string }) => {
       if (action !== undefined && action !== 'off' && action !== 'on') throw new AgentError('usage', `unknown mic action "${action}": use off or on`);
-      const loaded = settings();
-      const candidates = o.socket ? [o.socket] : statusSocketCandidates(loaded.stateDir);
-      const file = micStatePath(loaded.stateDir);
+      const place = locateDaemon(o.socket);
+      const file = micStatePath(place.stateDir);
       let result: { micMuted: boolean; running: boolean; state?: string; kept?: boolean; problem?: string };
       try {
         if (action === undefined) {
-          const { status } = await readStatus(candidates);
+          const { status } = await readStatus(place.candidates, undefined, place.configDenied);
           const l = (status as { listening?: ListeningStatus }).listening;
           result = { micMuted: l?.micMuted ?? readMicMuted(file).muted, running: true, state: l?.state };
         } else {
-          const { answer } = await sendCommand(candidates, action === 'off' ? '/mic/off' : '/mic/on');
+          const { answer } = await sendCommand(place.candidates, action === 'off' ? '/mic/off' : '/mic/on', undefined, place.configDenied);
           const a = answer as { listening: ListeningStatus; kept?: boolean; problem?: string };
           result = { micMuted: a.listening.micMuted, running: true, state: a.listening.state };
           if (a.kept === false) Object.assign(result, { kept: false, problem: a.problem });
         }
       } catch (err) {
-        if (!(err instanceof AgentError) || err.code !== 'network' || o.socket) throw err;
-        if (action !== undefined) await writeMicMuted(file, action === 'off');
-        result = { micMuted: action === undefined ? readMicMuted(file).muted : action === 'off', running: false };
+        // Only a daemon that is surely not there (every socket missing or refused) is replaced by the file. A
+        // permission denied or a daemon that did not answer in time was taken for none: "MUTED (the agent is not
+        // running)" was printed, mic.json written (into the caller's home, without sudo) and the daemon listened on.
+        if (!(err instanceof DaemonUnreachable) || !err.absent || o.socket) {
+          if (action === undefined || !(err instanceof DaemonUnreachable)) throw err;
+          const timedOut = err.tried.some((t) => t.code === 'ETIMEDOUT');
+          throw new AgentError(err.code, `${err.message}\n${timedOut ? `\`mic ${action}\` is not confirmed: the agent may apply it when it recovers; check with \`speaker-agent mic\`.` : 'the microphone was not changed.'}`);
+        }
+        const read = action === undefined ? readMicMuted(file) : undefined;
+        try {
+          if (action !== undefined) await writeMicMuted(file, action === 'off');
+        } catch (e) {
+          if (denied(e)) throw new AgentError('config_invalid', `${PERMISSION_DENIED}\n  ${(e as Error).message}\nthe microphone was not changed.`, { cause: e });
+          throw e;
+        }
+        if (read?.problem && /EACCES|EPERM/.test(read.problem)) throw new AgentError('config_invalid', `${PERMISSION_DENIED}\n  ${read.problem}`);
+        result = { micMuted: read ? read.muted : action === 'off', running: false };
       }
       emit(o, result, (r) =>
         `microphone ${r.micMuted ? 'MUTED (not read, nothing sent)' : 'on'}${r.running ? '' : ' (the agent is not running; it starts so)'}` +

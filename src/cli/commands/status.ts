@@ -1,12 +1,19 @@
 // `speaker-agent status`: the running daemon's state, read from its status socket.
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
-import { statusSocketCandidates } from '../../agent/statusServer.js';
 import type { DaemonStatus } from '../daemonStatus.js';
-import { settings } from '../cliContext.js';
 import { emit, formatDuration } from '../output.js';
-import { followEvents, readStatus } from '../statusClient.js';
-import { printLine } from '../output.js';
+import { keepFollowing, locateDaemon, readStatus } from '../statusClient.js';
+import { writeOut } from '../stdio.js';
+
+/** One device of audioDevices (resilientDevice.ts's DeviceState) in words: a missing sound card showed nowhere
+ *  (connected, idle, wake word ready) while the agent heard nothing. */
+function device(name: string, state: string, micMuted: boolean): string {
+  if (state === 'open') return `${name} open`;
+  if (state === 'retrying') return `${name} NOT OPEN (retrying: no such device?)`;
+  if (state === 'closed' && name === 'microphone' && micMuted) return `${name} closed (muted)`;
+  return `${name} NOT OPEN (${state})`;
+}
 
 function human(s: DaemonStatus, socketPath: string): string {
   const since = (iso: string | null) => (iso ? `${formatDuration(Date.now() - Date.parse(iso))} ago` : '-');
@@ -19,6 +26,12 @@ function human(s: DaemonStatus, socketPath: string): string {
     `uptime:      ${formatDuration(s.uptimeMs)}   pid ${s.pid}   rss ${(s.rssBytes / 1048576).toFixed(0)} MB   v${s.version}`,
     `reconnects:  ${s.reconnects}`,
   ];
+  // a daemon from before the field sends none; null: the sound card is not set up yet
+  if (s.audioDevices !== undefined) {
+    const a = s.audioDevices;
+    lines.push(`audio:       ${a ? `${device('microphone', a.microphone, s.listening?.micMuted ?? false)}, ${device('speaker', a.speaker, false)}` : 'not started'}` +
+      (s.audio === 'virtual' ? ' (the virtual sound card)' : ''));
+  }
   const e = s.echoCanceller;
   // a daemon from before the echo canceller sends no such field
   if (e) lines.push(`echo:        canceller ${e.state}, delay ${e.delayMs ?? '-'} ms, echo reduced ${e.erleDb ?? '-'} dB`);
@@ -41,27 +54,33 @@ export function registerStatus(program: Command): void {
     .description('show the running agent: call state, server, identity, volume, uptime, last transcripts')
     .option('--json', 'print the daemon\'s status as JSON')
     .option('--socket <path>', 'status socket of the daemon (default: found automatically)')
-    .option('--follow', 'print one line per listening state change (idle, listening, thinking, speaking, muted, offline) until the agent stops')
+    .option('--follow', 'print one line per listening state change (idle, listening, thinking, speaking, muted, offline; not_running while the agent is down, then it waits for it) until interrupted')
     .addHelpText('after', '\nExamples:\n  speaker-agent status\n  sudo speaker-agent status --json | jq .state\n  speaker-agent status --follow --json   # JSON lines, e.g. for an LED (README)')
     .action(async (o: { json?: boolean; socket?: string; follow?: boolean }) => {
-      const candidates = o.socket ? [o.socket] : statusSocketCandidates(settings().stateDir);
+      const place = locateDaemon(o.socket);
       if (o.follow) {
         const stop = new AbortController();
         const onSignal = () => stop.abort();
         process.once('SIGINT', onSignal);
         process.once('SIGTERM', onSignal);
-        await followEvents(
-          candidates,
-          (ev) => {
-            printLine(o.json ? JSON.stringify(ev) : `${ev.at.slice(11, 23)} ${ev.state.padEnd(9)} ${ev.micOnWire ? 'mic-on-wire' : 'mic-off    '} ${ev.reason}`);
-          },
-          stop.signal,
-        );
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        try {
+          await keepFollowing(
+            place,
+            (ev) => {
+              const line = o.json ? JSON.stringify(ev) : `${ev.at.slice(11, 23)} ${ev.state.padEnd(9)} ${ev.micOnWire ? 'mic-on-wire' : 'mic-off    '} ${ev.reason}`;
+              // the reader (an LED script's loop) is gone: following on for nobody would never end now
+              if (!writeOut(`${line}\n`)) stop.abort();
+            },
+            stop.signal,
+            { onProblem: (err) => process.stderr.write(`speaker-agent: ${err.message}\n`) },
+          );
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
         return;
       }
-      const { socketPath, status } = await readStatus(candidates);
+      const { socketPath, status } = await readStatus(place.candidates, undefined, place.configDenied);
       const st = status as Partial<DaemonStatus> | null;
       // `--socket` at some other server's socket: its JSON has none of the fields (human() would throw on them)
       if (typeof st?.state !== 'string' || !Array.isArray(st.lastTranscripts)) {
