@@ -300,8 +300,13 @@ SYSTEMD_STATE=$(systemctl is-system-running 2>/dev/null || true)
 case "$SYSTEMD_STATE" in offline|unknown|"") SYSTEMD_UP=0 ;; *) SYSTEMD_UP=1 ;; esac
 UNITS=(speaker-agent.service)
 [ "$COMPANION" = 1 ] && UNITS+=(speaker-agent-companion.service)
+# The companion installed by an earlier run, upgraded now without --companion, runs this release too: its unit is
+# kept current and it is restarted with the release (before, it ran on with the old code over the new files), but
+# never enabled or started here.
+KEPT_UNITS=()
+[ "$COMPANION" = 0 ] && [ -f "$(R $UNITS_DIR/speaker-agent-companion.service)" ] && KEPT_UNITS+=(speaker-agent-companion.service)
 UNITS_CHANGED=0
-for u in "${UNITS[@]}"; do
+for u in "${UNITS[@]}" "${KEPT_UNITS[@]}"; do
   # the node, the prefix and the user this install uses (SERVICE_USER: the units said speaker-agent whatever it was)
   sed -e "s#/usr/bin/node#$NODE#g" -e "s#/opt/speaker-agent#$PREFIX#g" \
     -e "s#^User=speaker-agent\$#User=$SERVICE_USER#" -e "s#^Group=speaker-agent\$#Group=$SERVICE_USER#" "$SRC/systemd/$u" > "$tmpunit"
@@ -381,6 +386,11 @@ if [ "$START" = 1 ]; then
     if ! systemctl is-active --quiet "$u"; then
       say "starting $u"; systemctl start "$u"
     elif [ "$CHANGED" = 1 ] || [ "$UNITS_CHANGED" = 1 ]; then
+      say "restarting $u (updated)"; systemctl restart "$u"
+    fi
+  done
+  for u in "${KEPT_UNITS[@]}"; do
+    if { [ "$CHANGED" = 1 ] || [ "$UNITS_CHANGED" = 1 ]; } && systemctl is-active --quiet "$u"; then
       say "restarting $u (updated)"; systemctl restart "$u"
     fi
   done

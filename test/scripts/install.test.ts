@@ -399,4 +399,20 @@ describe('scripts/install.sh --companion on a running systemd, another service u
     await installIn(root, user, '--companion', '--workspace-key', companion.workspaceKey, '--yes');
     expect(readLog('calls.log').filter((c) => !/^systemctl is-(enabled|active|system-running)/.test(c))).toEqual([]);
   }, 240_000);
+
+  it('regression (from a review): an upgrade run without --companion left the companion an earlier run installed on the old code; it is restarted too, never enabled or started', async () => {
+    writeFileSync(path.join(root, 'opt/speaker-agent/dist/speaker-agent.js'), '// an older release\n');
+    clearLogs();
+    await installIn(root, user, '--yes');
+    const calls = readLog('calls.log');
+    expect(calls).toEqual(expect.arrayContaining(['systemctl restart speaker-agent.service', 'systemctl restart speaker-agent-companion.service']));
+    expect(calls.filter((c) => /^systemctl (enable|start) .*companion/.test(c))).toEqual([]);
+    // a companion the maker stopped stays stopped
+    writeFileSync(path.join(root, 'opt/speaker-agent/dist/speaker-agent.js'), '// an older release\n');
+    const active = path.join(root, '.fake-systemd/active');
+    writeFileSync(active, readFileSync(active, 'utf8').replace('speaker-agent-companion.service\n', ''));
+    clearLogs();
+    await installIn(root, user, '--yes');
+    expect(readLog('calls.log').filter((c) => /companion/.test(c) && !/^systemctl is-/.test(c))).toEqual([]);
+  }, 240_000);
 });
