@@ -6,7 +6,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { promises as fs, constants as fsc } from 'node:fs';
 import path from 'node:path';
 import { isUuid, MIN_SECRET_LENGTH } from '../protocol/headers.js';
-import { adoptDirectoryOwner, cleanAtomicTempFiles, writeFileAtomic } from '../common/atomicFile.js';
+import { cleanAtomicTempFiles, ownerOfDirectory, writeFileAtomic } from '../common/atomicFile.js';
 import { AgentError } from './errors.js';
 
 export interface Identity {
@@ -111,12 +111,15 @@ async function keepOldIdentity(stateDir: string): Promise<string | undefined> {
   const aside = `${file}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   try {
     await fs.copyFile(file, aside, fsc.COPYFILE_EXCL);
-    await fs.chmod(aside, 0o600);
-    adoptDirectoryOwner(aside); // as root (sudo) in the service's directory: the service's, as the identity is
-    // on disk before the new identity replaces the old (saveIdentity syncs its own file and the directory): a
-    // power cut between the two must not leave only an empty copy of the secret the server still knows
-    const fh = await fs.open(aside, 'r');
+    // Through a descriptor opened without following a link (the directory may be the service user's, who could
+    // put a link where the copy is): chmod, then the directory's owner (as root, sudo), then on disk before the
+    // new identity replaces the old (saveIdentity syncs its own file and the directory): a power cut between the
+    // two must not leave only an empty copy of the secret the server still knows.
+    const fh = await fs.open(aside, fsc.O_RDONLY | fsc.O_NOFOLLOW);
     try {
+      await fh.chmod(0o600);
+      const owner = ownerOfDirectory(stateDir);
+      if (owner) await fh.chown(owner.uid, owner.gid).catch(() => undefined);
       await fh.sync();
     } finally {
       await fh.close();

@@ -7,7 +7,7 @@
 // and group (ownerOfDirectory): written as root:root 0600, the service could no longer read its own identity or
 // config and stopped at every start.
 import { randomBytes } from 'node:crypto';
-import { promises as fs, constants as fsc, chmodSync, chownSync, lchownSync, lstatSync, readdirSync, statSync } from 'node:fs';
+import { promises as fs, constants as fsc, closeSync, fchmodSync, fchownSync, fstatSync, openSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -100,48 +100,78 @@ export function adoptDirectoryOwner(file: string, o: { groupRead?: boolean } = {
   const dir = path.dirname(file);
   const owner = ownerOfDirectory(dir);
   if (!owner) return;
+  // Through a descriptor opened without following a link: in a directory the service user owns, it could put a
+  // link to /etc/shadow where the file was, and a chown by path would hand that over.
+  let fd: number;
   try {
-    chownSync(file, owner.uid, owner.gid);
-    if (o.groupRead && (statSync(dir).mode & 0o050) === 0o050) chmodSync(file, 0o640);
+    fd = openSync(file, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+  } catch {
+    return; // gone, or a link: as it was
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return;
+    fchownSync(fd, owner.uid, owner.gid);
+    if (o.groupRead && (statSync(dir).mode & 0o050) === 0o050) fchmodSync(fd, 0o640);
   } catch {
     /* as it was */
+  } finally {
+    closeSync(fd);
   }
 }
 
 /** For files written as root by code that writes its own way (SQLite, the companion's stores): every entry below
- *  `dir` that root owns takes `dir`'s owner and group. Symbolic links are not followed. Does nothing when not
- *  root or when `dir` is root's; best effort. Returns how many entries it changed. */
+ *  `dir` that root owns takes `dir`'s owner and group. Does nothing when not root or when `dir` is root's; best
+ *  effort. Returns how many entries it changed.
+ *  Walked through pinned file descriptors (each entry opened relative to its directory's open descriptor, through
+ *  /proc/self/fd, never following a symbolic link), never by path: the directory belongs to the service user,
+ *  who could swap a subdirectory for a link to /etc between a check and a chown by path, and root would hand it
+ *  a file outside (a review reproduced that with the first, path-based walk). Links, sockets and FIFOs are left
+ *  as they are. */
 export function adoptDirectoryOwnerTree(dir: string): number {
-  let owner: { uid: number; gid: number } | undefined;
+  let top: number;
   try {
-    owner = ownerOfDirectory(dir);
+    top = openSync(dir, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
   } catch {
-    return 0; // no such directory
+    return 0; // no such directory (or a link in its place)
   }
-  if (!owner) return 0;
-  const to = owner;
   let changed = 0;
-  const walk = (d: string): void => {
-    let names: string[];
-    try {
-      names = readdirSync(d);
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      const p = path.join(d, n);
+  try {
+    const st = fstatSync(top);
+    if (process.getuid?.() !== 0 || (st.uid === 0 && st.gid === 0)) return 0;
+    const to = { uid: st.uid, gid: st.gid };
+    const walk = (dfd: number, depth: number): void => {
+      if (depth > 32) return;
+      let names: string[];
       try {
-        const st = lstatSync(p);
-        if (st.uid === 0) {
-          lchownSync(p, to.uid, to.gid);
-          changed++;
-        }
-        if (st.isDirectory()) walk(p);
+        names = readdirSync(`/proc/self/fd/${dfd}`);
       } catch {
-        /* gone meanwhile, or not ours to change: as it was */
+        return;
       }
-    }
-  };
-  walk(dir);
+      for (const n of names) {
+        let fd: number;
+        try {
+          fd = openSync(`/proc/self/fd/${dfd}/${n}`, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK | fsc.O_NOCTTY);
+        } catch {
+          continue; // a symbolic link (ELOOP), a socket, gone meanwhile: as it was
+        }
+        try {
+          const e = fstatSync(fd);
+          if (e.isFIFO()) continue;
+          if (e.uid === 0) {
+            fchownSync(fd, to.uid, to.gid);
+            changed++;
+          }
+          if (e.isDirectory()) walk(fd, depth + 1);
+        } catch {
+          /* not ours to change: as it was */
+        } finally {
+          closeSync(fd);
+        }
+      }
+    };
+    walk(top, 0);
+  } finally {
+    closeSync(top);
+  }
   return changed;
 }

@@ -2,7 +2,7 @@ import { chown, lstat, mkdir, mkdtemp, readFile, readdir, stat, symlink, writeFi
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { adoptDirectoryOwnerTree, cleanAtomicTempFiles, writeFileAtomic } from '../../src/common/atomicFile.js';
+import { adoptDirectoryOwner, adoptDirectoryOwnerTree, cleanAtomicTempFiles, writeFileAtomic } from '../../src/common/atomicFile.js';
 import { ROOT, runTs } from '../support/childProcess.js';
 
 const tmp = () => mkdtemp(path.join(os.tmpdir(), 'atomic-'));
@@ -57,7 +57,7 @@ describe('writeFileAtomic', () => {
 
 describe('adoptDirectoryOwnerTree', () => {
   // as root only (CI is): the directory belongs to a service user
-  it.skipIf(process.getuid?.() !== 0)("gives root's entries below a service's directory that directory's owner, and does not follow a link out of it", async () => {
+  it.skipIf(process.getuid?.() !== 0)("gives root's entries below a service's directory that directory's owner, and leaves a link (and what it points at) alone", async () => {
     const tmp = await mkdtemp(path.join(os.tmpdir(), 'adopt-'));
     const dir = path.join(tmp, 'data');
     await mkdir(path.join(dir, 'audio/tts'), { recursive: true });
@@ -67,17 +67,36 @@ describe('adoptDirectoryOwnerTree', () => {
     await symlink(path.join(tmp, 'outside'), path.join(dir, 'link'));
     await chown(path.join(dir, 'audio/tts'), 4300, 4301); // already the service's: left as it is
     await chown(dir, 4242, 4243);
-    expect(adoptDirectoryOwnerTree(dir)).toBe(4); // audio, companion.sqlite, link (itself), audio/tts/a.ogg
-    for (const p of ['companion.sqlite', 'audio', 'audio/tts/a.ogg', 'link']) {
+    expect(adoptDirectoryOwnerTree(dir)).toBe(3); // audio, companion.sqlite, audio/tts/a.ogg; the link is not opened
+    for (const p of ['companion.sqlite', 'audio', 'audio/tts/a.ogg']) {
       const st = await lstat(path.join(dir, p));
       expect({ p, uid: st.uid, gid: st.gid }).toEqual({ p, uid: 4242, gid: 4243 });
     }
     expect((await stat(path.join(dir, 'audio/tts'))).uid).toBe(4300);
     expect((await stat(path.join(tmp, 'outside'))).uid).toBe(0);
+    expect((await lstat(path.join(dir, 'link'))).uid).toBe(0);
     expect(adoptDirectoryOwnerTree(dir)).toBe(0); // nothing left to change
     await chown(dir, 0, 0);
     await writeFile(path.join(dir, 'root.txt'), 'r');
     expect(adoptDirectoryOwnerTree(dir)).toBe(0); // root's own directory: nothing to adopt
     expect(adoptDirectoryOwnerTree(path.join(tmp, 'missing'))).toBe(0);
+  });
+});
+
+describe('adoptDirectoryOwner', () => {
+  it.skipIf(process.getuid?.() !== 0)("regression (from a review): a link put where the file was (the service user owns the directory) had its target chowned, /etc/shadow's for instance; a link is left alone", async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'adopt1-'));
+    const dir = path.join(tmp, 'state');
+    await mkdir(dir);
+    await chown(dir, 4242, 4243);
+    await writeFile(path.join(tmp, 'outside'), 'root\'s');
+    await symlink(path.join(tmp, 'outside'), path.join(dir, 'identity.json.replaced'));
+    adoptDirectoryOwner(path.join(dir, 'identity.json.replaced'), { groupRead: true });
+    const outside = await stat(path.join(tmp, 'outside'));
+    expect({ uid: outside.uid, mode: outside.mode & 0o777 }).toEqual({ uid: 0, mode: 0o644 });
+    // a regular file there does take the directory's owner
+    await writeFile(path.join(dir, 'config.json'), '{}', { mode: 0o600 });
+    adoptDirectoryOwner(path.join(dir, 'config.json'));
+    expect((await stat(path.join(dir, 'config.json'))).uid).toBe(4242);
   });
 });
