@@ -348,6 +348,17 @@ export class SpeakerAgent extends EventEmitter {
     return p;
   }
 
+  /** Reads mic.json again and applies a mute found there. The daemon calls it once its status socket listens: a
+   *  `mic off` in the moment between the constructor's read and the socket (no socket yet: the CLI wrote the file
+   *  and said "MUTED") was otherwise not applied, and the agent listened. An unmute there is left for `mic on`. */
+  async reloadMicMute(): Promise<void> {
+    if (!this.deps.micStateFile || this.micMuted) return;
+    if (readMicMuted(this.deps.micStateFile).muted) {
+      this.log.info('privacy mute: mic.json was set to muted while the agent started: applied');
+      await this.setMicMuted(true);
+    }
+  }
+
   private async applyMicMuted(muted: boolean): Promise<void> {
     if (muted === this.micMuted) return;
     this.micMuted = muted;

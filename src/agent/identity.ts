@@ -105,28 +105,45 @@ export interface EnsureIdentityResult extends LoadIdentityResult {
   keptOld?: string;
 }
 
-/** Copies an existing identity file aside (mode 0600) before a reset; returns its path, if there was one. */
+/** Copies an existing identity file aside (mode 0600) before a reset; returns its path, if there was one.
+ *  Descriptors only, links refused at both ends: run as root (sudo) in the service user's directory, a copy by
+ *  name could read a link put in identity.json's place (/etc/shadow) and hand the copy to that user. */
 async function keepOldIdentity(stateDir: string): Promise<string | undefined> {
   const file = identityPath(stateDir);
   const aside = `${file}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  let content: Buffer;
   try {
-    await fs.copyFile(file, aside, fsc.COPYFILE_EXCL);
-    // Through a descriptor opened without following a link (the directory may be the service user's, who could
-    // put a link where the copy is): chmod, then the directory's owner (as root, sudo), then on disk before the
-    // new identity replaces the old (saveIdentity syncs its own file and the directory): a power cut between the
-    // two must not leave only an empty copy of the secret the server still knows.
-    const fh = await fs.open(aside, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+    const src = await fs.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
     try {
+      const st = await src.stat();
+      if (!st.isFile() || st.nlink > 1) throw new AgentError('identity_corrupt', `${file} is not a plain file (a link?): not copied; move it away and run again`);
+      content = await src.readFile();
+    } finally {
+      await src.close();
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (err instanceof AgentError) throw err;
+    if (code === 'ELOOP') throw new AgentError('identity_corrupt', `${file} is a symbolic link: not copied; move it away and run again`, { cause: err });
+    throw new AgentError('identity_corrupt', `cannot keep a copy of the old identity before the reset: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    const fh = await fs.open(aside, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
+    try {
+      await fh.writeFile(content);
       await fh.chmod(0o600);
+      // the directory's owner when root (sudo) writes in the service's directory, as the identity is
       const owner = ownerOfDirectory(stateDir);
       if (owner) await fh.chown(owner.uid, owner.gid).catch(() => undefined);
+      // on disk before the new identity replaces the old (saveIdentity syncs its own file and the directory): a
+      // power cut between the two must not leave only an empty copy of the secret the server still knows
       await fh.sync();
     } finally {
       await fh.close();
     }
     return aside;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new AgentError('identity_corrupt', `cannot keep a copy of the old identity before the reset: ${(err as Error).message}`, { cause: err });
   }
 }

@@ -358,7 +358,9 @@ function realtimeError(res: Answer, what: string): AgentError {
   const detail = `${e.message} (${e.code || e.type})`;
   const retryAfter = retryAfterMs(res);
   const opts = { status, serverCode: e.code, retryAfterMs: retryAfter };
-  if (status === 401 || (status === 404 && !REALTIME_NOT_A_REJECTION_404.includes(e.code))) {
+  // a 404 refuses the device only as the spec's not_found_error with a code of its own: a gateway's or a wrong
+  // path's JSON 404 ({"error":{"message":"Not Found","code":null}}) is not about this device
+  if (status === 401 || (status === 404 && e.type === 'not_found_error' && e.code !== '' && !REALTIME_NOT_A_REJECTION_404.includes(e.code))) {
     return new AgentError('auth_rejected', `the server rejected this device: ${detail}`, opts);
   }
   if (status >= 500) return new AgentError('server_error', `${what} failed on the server: ${detail}${waitNote(retryAfter)}`, opts);

@@ -113,6 +113,8 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
       micOn: async () => ({ ok: true, ...(await o.agent.setMicMuted(false)), listening: o.agent.listeningStatus() }),
     },
   });
+  // a `mic off` that found no socket yet wrote the file only: applied now that the socket answers
+  await o.agent.reloadMicMute();
   await o.agent.start(); // opens the sound card: an AgentError('audio') here is a start failure
   const readyMs = performance.now() - t0;
   notifier.ready(`running; connecting to ${o.agent.snapshot().server}`);

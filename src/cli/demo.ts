@@ -99,8 +99,10 @@ export async function runDemo(agent: SpeakerAgent, opts: { print: (s: string) =>
           opts.print('demo      the assistant did not catch it: the scripted user will say it again');
         }
       };
-      const onListening = (e: { state: string }) => {
-        if (!sayAgain || fn || e.state !== 'idle') return;
+      // the speaker at rest again: idle, or in `always` mode (never idle with a call up) listening after the answer
+      const atRest = (e: { state: string; previous?: string }) => (l.mode === 'always' ? e.state === 'listening' && e.previous === 'speaking' : e.state === 'idle');
+      const onListening = (e: { state: string; previous?: string }) => {
+        if (!sayAgain || fn || !atRest(e)) return;
         sayAgain = false;
         spoken = false;
         speak();

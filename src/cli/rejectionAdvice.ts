@@ -43,7 +43,7 @@ const ADVICE: Record<RejectionCode, (clientId: string) => RejectionAdvice> = {
 
 export function rejectionAdvice(err: AgentError, clientId: string): RejectionAdvice {
   const code = (err.serverCode ?? '').toLowerCase();
-  if (code in ADVICE) return ADVICE[code as RejectionCode](clientId);
+  if (Object.hasOwn(ADVICE, code)) return ADVICE[code as RejectionCode](clientId);
   // an unknown code (another server, a proxy speaking the service's shape): the two likely causes, the key first
   return {
     why: 'The server did not say which credential it refused.',

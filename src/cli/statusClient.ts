@@ -22,6 +22,8 @@ export interface DaemonPlace {
   stateDir: string;
   /** config.json this user may not read (its paths.stateDir, if any, is then unknown) */
   configDenied?: string;
+  /** config.json exists but does not parse: its paths.stateDir, if any, is unknown (so is where mic.json goes) */
+  configBroken?: string;
 }
 
 function deniedCode(err: unknown): boolean {
@@ -37,6 +39,7 @@ function deniedCode(err: unknown): boolean {
 export function locateDaemon(socket?: string, env: NodeJS.ProcessEnv = process.env): DaemonPlace {
   let stateDir = settingFromEnv('paths.stateDir', env) || undefined;
   let configDenied: string | undefined;
+  let configBroken: string | undefined;
   if (!stateDir) {
     const configDir = defaultConfigDir(env);
     try {
@@ -44,10 +47,11 @@ export function locateDaemon(socket?: string, env: NodeJS.ProcessEnv = process.e
       if (typeof paths?.stateDir === 'string' && paths.stateDir) stateDir = paths.stateDir;
     } catch (err) {
       if (deniedCode(err)) configDenied = path.join(configDir, CONFIG_FILE_NAME);
+      else configBroken = path.join(configDir, CONFIG_FILE_NAME);
     }
     stateDir ??= defaultStateDir(env);
   }
-  return { candidates: socket ? [socket] : statusSocketCandidates(stateDir, env), stateDir, configDenied };
+  return { candidates: socket ? [socket] : statusSocketCandidates(stateDir, env), stateDir, configDenied, configBroken };
 }
 
 /** No daemon answered. `absent`: every socket was missing or refused (a stale file): none runs, so `mic` may
@@ -60,7 +64,10 @@ export class DaemonUnreachable extends AgentError {
   constructor(readonly tried: { socketPath: string; code?: string; why: string }[], configDenied?: string) {
     const lines = tried.map((t) => `${t.socketPath}: ${t.why}`);
     if (configDenied) lines.push(`${configDenied}: permission denied`);
-    const denied = configDenied !== undefined || tried.some((t) => t.code === 'EACCES' || t.code === 'EPERM');
+    // Denied only when no socket was simply missing: a user in the socket's group may not enter the state directory
+    // (0700) but reaches /run/speaker-agent, where a missing socket means the agent is down, not a permission.
+    const gone = tried.some((t) => t.code === 'ENOENT' || t.code === 'ECONNREFUSED');
+    const denied = !gone && (configDenied !== undefined || tried.some((t) => t.code === 'EACCES' || t.code === 'EPERM'));
     const absent = !denied && tried.every((t) => t.code === 'ENOENT' || t.code === 'ECONNREFUSED');
     const list = `\n  ${lines.join('\n  ')}`;
     super(

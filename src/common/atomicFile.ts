@@ -109,7 +109,8 @@ export function adoptDirectoryOwner(file: string, o: { groupRead?: boolean } = {
     return; // gone, or a link: as it was
   }
   try {
-    if (!fstatSync(fd).isFile()) return;
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.nlink > 1) return; // a hard link may be a file elsewhere
     fchownSync(fd, owner.uid, owner.gid);
     if (o.groupRead && (statSync(dir).mode & 0o050) === 0o050) fchmodSync(fd, 0o640);
   } catch {
@@ -156,7 +157,8 @@ export function adoptDirectoryOwnerTree(dir: string): number {
         }
         try {
           const e = fstatSync(fd);
-          if (e.isFIFO()) continue;
+          // a FIFO, or a hard link to a file elsewhere (where fs.protected_hardlinks is off): as it was
+          if (e.isFIFO() || (!e.isDirectory() && e.nlink > 1)) continue;
           if (e.uid === 0) {
             fchownSync(fd, to.uid, to.gid);
             changed++;

@@ -2,6 +2,9 @@
 // without growth. Real sound card (PortAudio on the virtual card), real mixer, the session over real HTTP from
 // the test peer; calls on a ScriptedTransport where thousands of WebRTC handshakes would take too long.
 import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import v8 from 'node:v8';
@@ -9,6 +12,7 @@ import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpeakerAgent } from '../../src/agent/agent.js';
 import { AgentError } from '../../src/agent/errors.js';
+import { writeMicMuted } from '../../src/agent/micMute.js';
 import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
 import { generateIdentity } from '../../src/agent/identity.js';
 import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
@@ -276,6 +280,30 @@ describe('SpeakerAgent', () => {
     expect(agent.listen()).toBe(false);
     expect(earcons).toEqual(['muted', 'muted']);
     expect(agent.listeningStatus()).toMatchObject({ state: 'muted', micOnWire: false });
+  });
+
+  it('regression (from a review): a `mic off` that wrote mic.json between the agent\'s start and its status socket was not applied; reloadMicMute applies it', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
+    await peer.start();
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mic-reload-'));
+    const micFile = path.join(dir, 'mic.json');
+    agent = new SpeakerAgent({
+      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'manual' } }),
+      identity: generateIdentity(),
+      audio: new PortAudioBackend(),
+      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+      logger: createLogger({ level: 'silent' }),
+      transportFactory: () => new ScriptedTransport(),
+      micStateFile: micFile,
+    });
+    expect(agent.listeningStatus().micMuted).toBe(false);
+    await writeMicMuted(micFile, true); // what `mic off` does when no socket answers
+    await agent.reloadMicMute();
+    expect(agent.listeningStatus().micMuted).toBe(true);
+    await agent.start();
+    await until(() => agent!.snapshot().state === 'connected', 10_000, 'the call');
+    expect(agent.listeningStatus()).toMatchObject({ state: 'muted', micOnWire: false });
+    expect(agent.snapshot().audioDevices?.microphone).toBe('closed');
   });
 
   it('thousands of reconnects: nothing grows (transcripts bounded, heap flat)', async () => {

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -105,5 +105,24 @@ describe('identity', () => {
     expect(fingerprint(s)).toBe(fingerprint(s));
     expect(fingerprint(s)).not.toBe(fingerprint('b'.repeat(43)));
     expect(fingerprint(s)).not.toContain(s.slice(0, 8));
+  });
+});
+
+describe('enroll --reset-identity as root in the service\'s directory', () => {
+  it.skipIf(process.getuid?.() !== 0)("regression (from a review): identity.json replaced by a link to a root-only file was copied through the link and the copy handed to the service user; a link is refused", async () => {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'id-link-'));
+    const dir = path.join(tmp, 'state');
+    await mkdir(dir, { mode: 0o700 });
+    await chown(dir, 4242, 4243); // /var/lib/speaker-agent: the service user's
+    const secret = path.join(tmp, 'shadow');
+    await writeFile(secret, 'root:$6$secret-hash:19000:0:99999:7:::\n', { mode: 0o600 });
+    await symlink(secret, identityPath(dir));
+    const err = await ensureIdentity(dir, { reset: true }).then(() => undefined, (e: unknown) => e as AgentError);
+    expect(err).toBeInstanceOf(AgentError);
+    expect(err?.code).toBe('identity_corrupt');
+    expect(err?.message).toMatch(/symbolic link: not copied/);
+    const copies = (await readdir(dir)).filter((n) => n.includes('.replaced-'));
+    expect(copies).toEqual([]);
+    expect((await stat(secret)).uid).toBe(0);
   });
 });

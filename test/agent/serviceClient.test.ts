@@ -234,6 +234,9 @@ describe('ServiceClient', () => {
     expect(await failure(c.createSession())).toMatchObject({ code: 'auth_rejected', status: 404, serverCode: 'device_unknown' });
     answer = { status: 404, body: { error: { message: 'no such call', type: 'not_found_error', code: 'call_not_found' } } };
     expect(await failure(c.createSession())).toMatchObject({ code: 'server_error', status: 404 });
+    // a gateway's or a wrong path's JSON 404 is not about this device
+    answer = { status: 404, body: { error: { message: 'Not Found', type: 'invalid_request_error', code: null } } };
+    expect(await failure(c.createSession())).toMatchObject({ code: 'server_error', status: 404 });
     // a maker's token endpoint: {"error": "..."} as a string
     const token = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET }, protocol: 'openai-realtime' });
     answer = { status: 401, body: { error: 'bad device key' } };

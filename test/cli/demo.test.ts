@@ -10,8 +10,11 @@ import { DEMO_ATTEMPTS, runDemo } from '../../src/cli/demo.js';
 
 class ScriptedAgent extends EventEmitter {
   listens = 0;
+  constructor(readonly mode = 'manual') {
+    super();
+  }
   listeningStatus() {
-    return { mode: 'manual', wakeWord: { engine: 'not used', phrase: 'hey jarvis' } };
+    return { mode: this.mode, wakeWord: { engine: 'not used', phrase: 'hey jarvis' } };
   }
   snapshot() {
     return { state: 'connected' };
@@ -49,6 +52,21 @@ describe('runDemo', () => {
     agent.emit('function', fn);
     agent.emit('transcript', { role: 'assistant', text: 'The volume is now 40 percent.' });
     await expect(done).resolves.toEqual({ function: fn, reply: 'The volume is now 40 percent.' });
+  }, 40_000);
+
+  it('in `always` mode (never idle with a call up) it says it again once the answer is over and listening resumes', async () => {
+    const agent = new ScriptedAgent('always');
+    const lines: string[] = [];
+    const done = runDemo(agent as unknown as SpeakerAgent, { print: (l) => lines.push(l), timeoutMs: 30_000 });
+    await until(() => lines.some((l) => l.includes('the scripted user says')), 10_000, 'the first attempt');
+    agent.emit('transcript', { role: 'assistant', text: 'Sorry.' });
+    agent.emit('listening', { state: 'listening', previous: 'speaking' });
+    await until(() => lines.some((l) => l.endsWith(`, attempt 2 of ${DEMO_ATTEMPTS}`)), 10_000, 'the second attempt');
+    const fn = { callId: 'c', name: 'set_device_volume', arguments: '{"volume_level":40}', at: '' };
+    agent.emit('function', fn);
+    agent.emit('transcript', { role: 'assistant', text: 'The volume is now 40 percent.' });
+    await expect(done).resolves.toMatchObject({ reply: 'The volume is now 40 percent.' });
+    expect(agent.listens).toBe(0); // always mode: no button
   }, 40_000);
 
   it(`gives up after ${DEMO_ATTEMPTS} misheard attempts, at its timeout`, async () => {

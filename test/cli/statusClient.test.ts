@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../support/audioCapture.js';
+import { DaemonUnreachable } from '../../src/cli/statusClient.js';
 import { CLI, deviceDirs, enrollDevice, json, ROOT, runCli, spawnCli, startTestCompanion, type CliResult, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 
 let companion: TestCompanion;
@@ -133,6 +134,20 @@ describe('status --follow across a daemon crash and restart', () => {
   }, 60_000);
 });
 
+describe('DaemonUnreachable: which failure it is', () => {
+  it('regression (from a review): a socket-group user, whose first candidate is in the 0700 state directory, was told "permission denied" while the agent was simply down; a missing socket anywhere means down', () => {
+    const down = new DaemonUnreachable([
+      { socketPath: '/var/lib/speaker-agent/status.sock', code: 'EACCES', why: 'permission denied' },
+      { socketPath: '/run/speaker-agent/status.sock', code: 'ENOENT', why: 'no such file' },
+    ]);
+    expect({ denied: down.denied, absent: down.absent, code: down.code }).toEqual({ denied: false, absent: false, code: 'network' });
+    const denied = new DaemonUnreachable([{ socketPath: '/run/speaker-agent/status.sock', code: 'EACCES', why: 'permission denied' }]);
+    expect({ denied: denied.denied, absent: denied.absent, code: denied.code }).toEqual({ denied: true, absent: false, code: 'config_invalid' });
+    const gone = new DaemonUnreachable([{ socketPath: '/run/speaker-agent/status.sock', code: 'ECONNREFUSED', why: 'refused' }]);
+    expect({ denied: gone.denied, absent: gone.absent }).toEqual({ denied: false, absent: true });
+  });
+});
+
 describe('mic, status and listen when the daemon cannot be reached or config.json is broken', () => {
   it('regression: `mic off` to a hung daemon (no answer within 5 s) said "MUTED (the agent is not running)" and wrote mic.json while the daemon kept listening; it now fails loudly', async () => {
     const d = startDaemon();
@@ -177,6 +192,17 @@ describe('mic, status and listen when the daemon cannot be reached or config.jso
       expect(offline.code, offline.stderr).toBe(0);
       expect(json(offline)).toMatchObject({ micMuted: true, running: false });
       expect(JSON.parse(readFileSync(path.join(dev.stateDir, 'mic.json'), 'utf8'))).toMatchObject({ muted: true });
+
+      // no daemon and no state directory given: the broken config.json may name another one (paths.stateDir), so
+      // nothing is written where the agent might never read it (from a review)
+      const home = mkdtempSync(path.join(os.tmpdir(), 'sa-broken-home-'));
+      const env: NodeJS.ProcessEnv = { ...dev.env, HOME: home };
+      delete env.SPEAKER_AGENT_STATE_DIR;
+      const unknown = await runCli(['mic', 'off'], env);
+      expect(unknown.code).toBe(3);
+      expect(unknown.stderr).toMatch(/cannot be read, so where it keeps its state is unknown: the microphone was not changed/);
+      expect(existsSync(path.join(home, '.local/state/speaker-agent/mic.json'))).toBe(false);
+      rmSync(home, { recursive: true, force: true });
     } finally {
       writeFileSync(configFile, good);
       await stopDaemon(d);

@@ -44,6 +44,17 @@ export function registerMic(program: Command): void {
           const timedOut = err.tried.some((t) => t.code === 'ETIMEDOUT');
           throw new AgentError(err.code, `${err.message}\n${timedOut ? `\`mic ${action}\` is not confirmed: the agent may apply it when it recovers; check with \`speaker-agent mic\`.` : 'the microphone was not changed.'}`);
         }
+        // A config.json that does not parse hides its paths.stateDir: the file could go where the agent never reads
+        // it (and the agent cannot start with that config anyway), so nothing is written and the user is told.
+        if (action !== undefined && place.configDenied && !o.socket) {
+          throw new AgentError('config_invalid', `${PERMISSION_DENIED}\n  ${place.configDenied}: permission denied\nthe microphone was not changed.`);
+        }
+        if (action !== undefined && place.configBroken && !o.socket) {
+          throw new AgentError(
+            'config_invalid',
+            `the agent is not running, and ${place.configBroken} cannot be read, so where it keeps its state is unknown: the microphone was not changed. Fix config.json (the agent cannot start with it either), then run \`speaker-agent mic ${action}\` again.`,
+          );
+        }
         const read = action === undefined ? readMicMuted(file) : undefined;
         try {
           if (action !== undefined) await writeMicMuted(file, action === 'off');
