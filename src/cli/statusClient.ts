@@ -54,8 +54,15 @@ export function locateDaemon(socket?: string, env: NodeJS.ProcessEnv = process.e
   return { candidates: socket ? [socket] : statusSocketCandidates(stateDir, env), stateDir, configDenied, configBroken };
 }
 
+/** The service's own socket: systemd's RuntimeDirectory (as the service sees it) or /run/speaker-agent. */
+function isServiceSocket(socketPath: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const runtime = env.RUNTIME_DIRECTORY?.split(':')[0];
+  const dir = path.dirname(socketPath);
+  return dir === '/run/speaker-agent' || (runtime !== undefined && dir === runtime);
+}
+
 /** No daemon answered. `absent`: every socket was missing or refused (a stale file): none runs, so `mic` may
- *  write mic.json instead. Permission denied anywhere is said as such (exit 3, like other setup a person fixes):
+ *  write mic.json instead. Permission denied is said as such (unless the service's own socket is simply missing: then the agent is down) (exit 3, like other setup a person fixes):
  *  "not running" sent makers looking for a crash, and `mic` then "muted" a file while the daemon listened on. */
 export class DaemonUnreachable extends AgentError {
   override name = 'DaemonUnreachable';
@@ -64,9 +71,12 @@ export class DaemonUnreachable extends AgentError {
   constructor(readonly tried: { socketPath: string; code?: string; why: string }[], configDenied?: string) {
     const lines = tried.map((t) => `${t.socketPath}: ${t.why}`);
     if (configDenied) lines.push(`${configDenied}: permission denied`);
-    // Denied only when no socket was simply missing: a user in the socket's group may not enter the state directory
-    // (0700) but reaches /run/speaker-agent, where a missing socket means the agent is down, not a permission.
-    const gone = tried.some((t) => t.code === 'ENOENT' || t.code === 'ECONNREFUSED');
+    // A missing socket says the agent is down only where the agent would be: the one socket asked for, or the
+    // service's own (/run/speaker-agent, $RUNTIME_DIRECTORY). A user in the socket's group may not enter the
+    // state directory (0700) but reaches /run, where a missing socket means down, not a permission; a socket
+    // missing from the caller's own state directory (no install wrapper) says nothing about the service's.
+    const missing = (t: { code?: string }) => t.code === 'ENOENT' || t.code === 'ECONNREFUSED';
+    const gone = tried.length === 1 ? missing(tried[0]!) : tried.some((t) => missing(t) && isServiceSocket(t.socketPath));
     const denied = !gone && (configDenied !== undefined || tried.some((t) => t.code === 'EACCES' || t.code === 'EPERM'));
     const absent = !denied && tried.every((t) => t.code === 'ENOENT' || t.code === 'ECONNREFUSED');
     const list = `\n  ${lines.join('\n  ')}`;

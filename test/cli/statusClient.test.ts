@@ -2,11 +2,12 @@
 // (`speaker-agent run` as a process, the real companion server, the virtual sound card) that crashes, restarts,
 // hangs, sits behind permissions the caller lacks, or runs without its microphone.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../support/audioCapture.js';
+import { startStatusServer } from '../../src/agent/statusServer.js';
 import { DaemonUnreachable } from '../../src/cli/statusClient.js';
 import { CLI, deviceDirs, enrollDevice, json, ROOT, runCli, spawnCli, startTestCompanion, type CliResult, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 
@@ -145,6 +146,51 @@ describe('DaemonUnreachable: which failure it is', () => {
     expect({ denied: denied.denied, absent: denied.absent, code: denied.code }).toEqual({ denied: true, absent: false, code: 'config_invalid' });
     const gone = new DaemonUnreachable([{ socketPath: '/run/speaker-agent/status.sock', code: 'ECONNREFUSED', why: 'refused' }]);
     expect({ denied: gone.denied, absent: gone.absent }).toEqual({ denied: false, absent: true });
+  });
+
+  it("regression (from a review): a socket missing from the caller's own state directory (no install wrapper) hid the service's permission denied; only the service's socket missing means down", () => {
+    const e = new DaemonUnreachable([
+      { socketPath: '/home/maker/.local/state/speaker-agent/status.sock', code: 'ENOENT', why: 'no such file' },
+      { socketPath: '/run/speaker-agent/status.sock', code: 'EACCES', why: 'permission denied' },
+    ]);
+    expect({ denied: e.denied, code: e.code }).toEqual({ denied: true, code: 'config_invalid' });
+  });
+});
+
+describe('mic off while the agent starts', () => {
+  it('regression (from a review): a `mic off` that found no socket, while an agent came up and read mic.json before the write landed, printed MUTED though nothing muted the agent; it asks once more after writing', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sa-mic-race-'));
+    const socketPath = path.join(dir, 'status.sock');
+    const stateDir = path.join(dir, 'state');
+    const muted: string[] = [];
+    // The agent's socket, listening already under another name; it appears at the CLI's socket path (a link, one
+    // syscall) as soon as the CLI starts writing mic.json (its temp file): after its first try, before its retry,
+    // which comes only after the write's fsyncs and rename.
+    const server = await startStatusServer({
+      socketPath: path.join(dir, 'agent.sock'),
+      snapshot: () => ({}),
+      commands: {
+        listen: () => ({ ok: true }),
+        stop: () => ({ ok: true }),
+        micOff: () => (muted.push('off'), { ok: true, listening: { micMuted: true, state: 'muted' } }),
+        micOn: () => ({ ok: true, listening: { micMuted: false, state: 'idle' } }),
+      },
+    });
+    mkdirSync(stateDir, { recursive: true });
+    const watcher = watch(stateDir, () => {
+      if (!existsSync(socketPath)) symlinkSync(path.join(dir, 'agent.sock'), socketPath);
+    });
+    try {
+      const env: NodeJS.ProcessEnv = { ...dev.env, SPEAKER_AGENT_STATUS_SOCKET: socketPath, SPEAKER_AGENT_STATE_DIR: stateDir };
+      const r = await runCli(['mic', 'off', '--json'], env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(json(r)).toMatchObject({ micMuted: true, running: true, state: 'muted' });
+      expect(muted).toEqual(['off']);
+    } finally {
+      watcher.close();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

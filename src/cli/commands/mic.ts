@@ -64,6 +64,18 @@ export function registerMic(program: Command): void {
         }
         if (read?.problem && /EACCES|EPERM/.test(read.problem)) throw new AgentError('config_invalid', `${PERMISSION_DENIED}\n  ${read.problem}`);
         result = { micMuted: read ? read.muted : action === 'off', running: false };
+        // An agent starting meanwhile may have read the file before this write landed (an SD card's fsync and
+        // rename take a while): asked once more, and through it if it answers now (the command is idempotent). Its
+        // socket listens before it reads the file again, so one or the other sees the mute.
+        if (action !== undefined) {
+          try {
+            const { answer } = await sendCommand(place.candidates, action === 'off' ? '/mic/off' : '/mic/on');
+            const a = answer as { listening: ListeningStatus; kept?: boolean; problem?: string };
+            result = { micMuted: a.listening.micMuted, running: true, state: a.listening.state };
+          } catch {
+            /* still no agent: the file is the answer */
+          }
+        }
       }
       emit(o, result, (r) =>
         `microphone ${r.micMuted ? 'MUTED (not read, nothing sent)' : 'on'}${r.running ? '' : ' (the agent is not running; it starts so)'}` +
