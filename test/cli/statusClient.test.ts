@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../support/audioCapture.js';
 import { startStatusServer } from '../../src/agent/statusServer.js';
 import { DaemonUnreachable } from '../../src/cli/statusClient.js';
-import { CLI, deviceDirs, enrollDevice, json, ROOT, runCli, spawnCli, startTestCompanion, type CliResult, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { CLI, deviceDirs, enrollDevice, json, onFullDisk, ROOT, runCli, spawnCli, startTestCompanion, type CliResult, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 
 let companion: TestCompanion;
 let dev: DeviceDirs;
@@ -255,6 +255,27 @@ describe('mic, status and listen when the daemon cannot be reached or config.jso
       rmSync(path.join(dev.stateDir, 'mic.json'), { force: true });
     }
   }, 120_000);
+});
+
+// as root only (CI is): mounting the small filesystem
+describe.skipIf(process.getuid?.() !== 0)('mic with no agent on a full disk', () => {
+  it('regression: `mic off` with no agent on a full card printed a bare "ENOSPC: no space left on device"; it names the file and says nothing changed', async () => {
+    const d = deviceDirs();
+    try {
+      mkdirSync(d.stateDir, { recursive: true });
+      const r = await runCli(['mic', 'off'], d.env, 25_000, { wrap: onFullDisk(d.stateDir) });
+      expect(r.code, r.stderr).toBe(3);
+      expect(r.stderr).toContain(path.join(d.stateDir, 'mic.json'));
+      expect(r.stderr).toMatch(/no space left on device/);
+      expect(r.stderr).toMatch(/the microphone was not changed/);
+      expect(r.stderr).not.toMatch(/^ENOSPC/m);
+      const j = await runCli(['mic', 'on', '--json'], d.env, 25_000, { wrap: onFullDisk(d.stateDir) });
+      expect(j.code).toBe(3);
+      expect((JSON.parse(j.stderr) as { error: { code: string } }).error.code).toBe('config_invalid');
+    } finally {
+      d.remove();
+    }
+  }, 60_000);
 });
 
 // A user without sudo on an installed speaker: the daemon's socket sits in a directory the caller may not enter

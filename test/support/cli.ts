@@ -59,6 +59,19 @@ export interface CliSpawnOptions {
   wrap?: string[];
 }
 
+/** A `wrap` that gives the CLI `dir` on a full filesystem: a tmpfs of 16 KiB filled up, in a mount namespace of
+ *  its own (gone with the process, nothing left mounted if the test dies). Root only. */
+export const onFullDisk = (dir: string): string[] => [
+  'unshare',
+  '--mount',
+  '--propagation',
+  'private',
+  'sh',
+  '-c',
+  `mount -t tmpfs -o size=16k tmpfs '${dir}' && head -c 16384 /dev/zero > '${dir}/.fill' 2>/dev/null; exec "$@"`,
+  'sh',
+];
+
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, o: CliSpawnOptions = {}): ChildProcess {
   const argv = [...(o.wrap ?? []), process.execPath, CLI, ...args];
   return spawn(argv[0], argv.slice(1), { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], uid: o.uid, gid: o.gid });

@@ -11,6 +11,7 @@ import { fingerprint, identityPath, loadIdentity } from '../../agent/identity.js
 import { defaultConfigDir, loadSettings, parseSettings, requireServerSettings, settingFromEnv, type Settings } from '../../agent/settings.js';
 import { emit, printJson, printLine } from '../output.js';
 import { rejectionLines } from '../rejectionAdvice.js';
+import { writeFailureReason } from '../writeFailure.js';
 
 interface EnrollCliOptions {
   serverUrl?: string;
@@ -115,22 +116,12 @@ function withAdvice(r: EnrollResult): string[] {
   return [...own, ...rejectionLines(r.error, r.identity.clientId)];
 }
 
-/** Why a disk refuses a write, in words: a full or failing SD card is common on a speaker. */
-const WRITE_FAILURES: Record<string, string> = {
-  ENOSPC: 'no space left on device (df -h shows it; free some space)',
-  EDQUOT: 'disk quota exceeded',
-  EROFS: 'read-only file system (the kernel remounts an SD card read-only after errors)',
-  EIO: 'input/output error (a failing SD card?)',
-  EACCES: 'permission denied (on an installed speaker: sudo speaker-agent enroll ...)',
-  EPERM: 'operation not permitted (on an installed speaker: sudo speaker-agent enroll ...)',
-};
-
 /** A write the disk refused, as a configuration error that names the file and what was not saved; node's own
  *  message ("ENOSPC: no space left on device, write") names neither. Anything else passes through. */
 function notSaved(err: unknown, file: string, what: string): unknown {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (err instanceof AgentError || typeof code !== 'string' || !(code in WRITE_FAILURES)) return err;
-  return new AgentError('config_invalid', `cannot write ${file}: ${WRITE_FAILURES[code]}. ${what[0].toUpperCase()}${what.slice(1)}; run enroll again once it can be written.`, { cause: err });
+  const reason = err instanceof AgentError ? undefined : writeFailureReason(err, 'sudo speaker-agent enroll ...');
+  if (!reason) return err;
+  return new AgentError('config_invalid', `cannot write ${file}: ${reason}. ${what[0].toUpperCase()}${what.slice(1)}; run enroll again once it can be written.`, { cause: err });
 }
 
 async function check(o: EnrollCliOptions): Promise<void> {

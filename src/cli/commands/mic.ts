@@ -7,6 +7,7 @@ import { AgentError } from '../../agent/errors.js';
 import type { ListeningStatus } from '../../agent/agent.js';
 import { micStatePath, readMicMuted, writeMicMuted } from '../../agent/micMute.js';
 import { emit } from '../output.js';
+import { writeFailureReason } from '../writeFailure.js';
 import { DaemonUnreachable, locateDaemon, PERMISSION_DENIED, readStatus, sendCommand } from '../statusClient.js';
 
 const denied = (err: unknown) => ['EACCES', 'EPERM'].includes((err as NodeJS.ErrnoException).code ?? '');
@@ -60,6 +61,10 @@ export function registerMic(program: Command): void {
           if (action !== undefined) await writeMicMuted(file, action === 'off');
         } catch (e) {
           if (denied(e)) throw new AgentError('config_invalid', `${PERMISSION_DENIED}\n  ${(e as Error).message}\nthe microphone was not changed.`, { cause: e });
+          // A full or failing card: node's bare "ENOSPC: no space left on device, open" named neither the file
+          // nor that nothing was changed.
+          const reason = writeFailureReason(e);
+          if (reason) throw new AgentError('config_invalid', `cannot write ${file}: ${reason}.\nthe microphone was not changed (the agent is not running).`, { cause: e });
           throw e;
         }
         if (read?.problem && /EACCES|EPERM/.test(read.problem)) throw new AgentError('config_invalid', `${PERMISSION_DENIED}\n  ${read.problem}`);

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deviceDirs, enrollDevice, json, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../../support/cli.js';
+import { deviceDirs, enrollDevice, json, onFullDisk, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../../support/cli.js';
 
 let companion: TestCompanion;
 let dev: DeviceDirs;
@@ -76,10 +76,6 @@ describe('enroll: a rejection', () => {
     }
   }, 120_000);
 });
-
-/** The CLI with `dir` on a full filesystem: a tmpfs of 16 KiB filled up, in a mount namespace of its own (gone
- *  with the process, nothing left mounted if the test dies). */
-const onFullDisk = (dir: string) => ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=16k tmpfs '${dir}' && head -c 16384 /dev/zero > '${dir}/.fill' 2>/dev/null; exec "$@"`, 'sh'];
 
 // as root only (CI is): mounting the small filesystem
 describe.skipIf(process.getuid?.() !== 0)('enroll on a full disk', () => {
