@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SpeakerAgent } from '../../src/agent/agent.js';
+import { SpeakerAgent, type SpeakerAgentDeps } from '../../src/agent/agent.js';
 import { AgentError } from '../../src/agent/errors.js';
 import { writeMicMuted } from '../../src/agent/micMute.js';
 import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
@@ -67,19 +67,39 @@ async function until(pred: () => boolean, timeoutMs: number, what: string): Prom
   }
 }
 
+/** A SpeakerAgent on the virtual card and mixer whose service is `url` (workspace KEY), silent unless `over` gives
+ *  a logger; `settings` are merged into the parsed settings, `over` replaces or adds dependencies. */
+function virtualAgent(url: string, settings: Record<string, unknown> = {}, over: Partial<SpeakerAgentDeps> = {}): SpeakerAgent {
+  return new SpeakerAgent({
+    settings: parseSettings({ server: { url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, ...settings }),
+    identity: generateIdentity(),
+    audio: new PortAudioBackend(),
+    mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+    logger: createLogger({ level: 'silent' }),
+    ...over,
+  });
+}
+
+/** A transport factory that keeps every ScriptedTransport it made, newest last. */
+function keptTransports(): { made: ScriptedTransport[]; transportFactory: () => ScriptedTransport } {
+  const made: ScriptedTransport[] = [];
+  return {
+    made,
+    transportFactory: () => {
+      const t = new ScriptedTransport();
+      made.push(t);
+      return t;
+    },
+  };
+}
+
 describe('SpeakerAgent', () => {
   it('a rejected device backs off at least a minute by default, and says why once', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, enrollment: 'closed' });
     await peer.start();
     const { lines, logger } = memoryLogger();
     const identity = generateIdentity();
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl } }),
-      identity,
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger,
-    });
+    agent = virtualAgent(peer.url, {}, { identity, logger });
     await agent.start();
     await until(() => agent!.snapshot().state === 'backoff', 10_000, 'backoff');
     const s = agent.snapshot();
@@ -96,11 +116,7 @@ describe('SpeakerAgent', () => {
     await peer.start();
     const { lines, logger } = memoryLogger();
     const seen: ReconnectContext[] = [];
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+    agent = virtualAgent(peer.url, {}, {
       logger,
       reconnectPolicy: { nextDelayMs: (ctx) => (seen.push(ctx), 20) },
     });
@@ -117,13 +133,7 @@ describe('SpeakerAgent', () => {
     { name: '503, Retry-After: an HTTP-date 4 s ahead', status: 503, retryAfter: () => new Date(Date.now() + 4_000).toUTCString(), atLeastMs: 3_000, atMostMs: 4_000 * 1.25 },
   ])('regression: Retry-After was ignored (retries ~1 s apart for the first 20 s of an outage): $name', async ({ status, retryAfter, atLeastMs, atMostMs }) => {
     const service = await busyService(status, retryAfter);
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: service.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger: createLogger({ level: 'silent' }),
-    });
+    agent = virtualAgent(service.url);
     await agent.start();
     await until(() => service.arrivals.length >= 1, 10_000, 'the first session request');
     // none within the time asked (timers may fire a millisecond early against another clock)
@@ -154,11 +164,7 @@ describe('SpeakerAgent', () => {
       },
       fakeEngine,
     ];
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'wake' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+    agent = virtualAgent(peer.url, { listening: { mode: 'wake' } }, {
       logger,
       wakeEngineFactory: async () => {
         loads.push(`load ${loads.length + 1}`);
@@ -182,12 +188,7 @@ describe('SpeakerAgent', () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY });
     await peer.start();
     let loads = 0;
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'wake' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger: createLogger({ level: 'silent' }),
+    agent = virtualAgent(peer.url, { listening: { mode: 'wake' } }, {
       wakeEngineFactory: async () => {
         loads++;
         throw new AgentError('config_invalid', 'wake word model not found: /nowhere.onnx');
@@ -205,21 +206,9 @@ describe('SpeakerAgent', () => {
   it('regression: every lost call played the unreachable earcon, also at 3 am with nobody talking (a session at its maximum length, a DHCP renewal); now only a call lost mid-conversation', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();
-    const transports: ScriptedTransport[] = [];
+    const { made: transports, transportFactory } = keptTransports();
     const earcons: string[] = [];
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'manual' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger: createLogger({ level: 'silent' }),
-      reconnectPolicy: { nextDelayMs: () => 50 },
-      transportFactory: () => {
-        const t = new ScriptedTransport();
-        transports.push(t);
-        return t;
-      },
-    });
+    agent = virtualAgent(peer.url, { listening: { mode: 'manual' } }, { reconnectPolicy: { nextDelayMs: () => 50 }, transportFactory });
     agent.on('earcon', (name: string) => earcons.push(name));
     await agent.start();
     await until(() => agent!.snapshot().state === 'connected' && agent!.listening.state === 'idle', 10_000, 'the first call, idle');
@@ -236,21 +225,9 @@ describe('SpeakerAgent', () => {
   it('in `always` mode (listening is its resting state) a call lost with nobody talking plays nothing either', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();
-    const transports: ScriptedTransport[] = [];
+    const { made: transports, transportFactory } = keptTransports();
     const earcons: string[] = [];
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'always' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger: createLogger({ level: 'silent' }),
-      reconnectPolicy: { nextDelayMs: () => 50 },
-      transportFactory: () => {
-        const t = new ScriptedTransport();
-        transports.push(t);
-        return t;
-      },
-    });
+    agent = virtualAgent(peer.url, { listening: { mode: 'always' } }, { reconnectPolicy: { nextDelayMs: () => 50 }, transportFactory });
     agent.on('earcon', (name: string) => earcons.push(name));
     await agent.start();
     await until(() => agent!.snapshot().state === 'connected' && agent!.listening.state === 'listening', 10_000, 'the call, listening');
@@ -264,14 +241,7 @@ describe('SpeakerAgent', () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();
     const earcons: string[] = [];
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'manual' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger: createLogger({ level: 'silent' }),
-      transportFactory: () => new ScriptedTransport(),
-    });
+    agent = virtualAgent(peer.url, { listening: { mode: 'manual' } }, { transportFactory: () => new ScriptedTransport() });
     agent.on('earcon', (name: string) => earcons.push(name));
     await agent.start();
     await until(() => agent!.snapshot().state === 'connected', 10_000, 'the call');
@@ -287,12 +257,7 @@ describe('SpeakerAgent', () => {
     await peer.start();
     const dir = await mkdtemp(path.join(os.tmpdir(), 'mic-reload-'));
     const micFile = path.join(dir, 'mic.json');
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, listening: { mode: 'manual' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
-      logger: createLogger({ level: 'silent' }),
+    agent = virtualAgent(peer.url, { listening: { mode: 'manual' } }, {
       transportFactory: () => new ScriptedTransport(),
       micStateFile: micFile,
     });
@@ -310,11 +275,7 @@ describe('SpeakerAgent', () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();
     let calls = 0;
-    agent = new SpeakerAgent({
-      settings: parseSettings({ server: { url: peer.url, workspaceKey: KEY }, mixer: { control: VIRTUAL.mixerControl }, log: { level: 'error' } }),
-      identity: generateIdentity(),
-      audio: new PortAudioBackend(),
-      mixer: new AmixerMixer({ control: VIRTUAL.mixerControl }),
+    agent = virtualAgent(peer.url, { log: { level: 'error' } }, {
       logger: createLogger({ level: 'error', destination: new Writable({ write: (_c, _e, cb) => cb() }) }),
       reconnectPolicy: { nextDelayMs: () => 0 },
       // Each call says something and then its peer goes away.
