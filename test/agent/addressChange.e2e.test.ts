@@ -4,20 +4,12 @@
 // never. Now a consent check answered with another mapped address ends the call, and the next one is set up from
 // the new address. A real SpeakerAgent (PortAudio on the virtual card, werift) against the TEST PEER in its own
 // process inside a network namespace (test/support/netns.ts), the address really changed with iproute2.
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SpeakerAgent } from '../../src/agent/agent.js';
-import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
-import { ensureIdentity } from '../../src/agent/identity.js';
-import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
-import { parseSettings } from '../../src/agent/settings.js';
-import { silentLogger } from '../../src/common/logger.js';
 import { waitUntil } from '../support/audioCapture.js';
+import { callAcrossNetNs } from '../support/callAcrossNetNs.js';
 import { createNetNs } from '../support/netns.js';
 import { TestAssistantPeerProcess } from '../support/testAssistantPeer.js';
-import { VIRTUAL } from '../support/virtualAudio.js';
 
 const KEY = 'ws-renumber-key-0123456789';
 // Needs root and iproute2 (CI and the developers' machines have both); elsewhere the suite says it did not run.
@@ -33,18 +25,7 @@ afterAll(async () => {
 
 describe.runIf(ns)("this device's address changes under a call (a network namespace, the address replaced)", () => {
   it('the call ends on the first consent check answered at the new address, and a new call follows', async () => {
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'renumber-'));
-    const { identity } = await ensureIdentity(path.join(tmp, 'state'));
-    peer = new TestAssistantPeerProcess({ workspaceKey: KEY, host: ns!.nsIp, netns: ns!.name });
-    await peer.start();
-    const settings = parseSettings({
-      server: { url: peer.url, workspaceKey: KEY, appSource: 'renumber', requestTimeoutMs: 2_000 },
-      audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
-      mixer: { card: 'default', control: VIRTUAL.mixerControl },
-    });
-    agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }), logger: silentLogger });
-    await agent.start();
-    await waitUntil(() => agent!.snapshot().state === 'connected', 20_000, 'the first call');
+    agent = (await callAcrossNetNs(ns!, KEY, 'renumber', (c) => ({ peer, agent } = c))).agent;
     const first = agent.snapshot().callId;
     await new Promise((r) => setTimeout(r, 1_500)); // audio flowing
 
@@ -57,23 +38,12 @@ describe.runIf(ns)("this device's address changes under a call (a network namesp
   // from a review of the change above: a second address becoming the source, the first still on the interface
   // (IPv6 privacy addresses rotating do the same); the peer's audio to the first still arrives, so the call stays
   it('a second address that becomes the source while the first stays keeps the call (only the baseline moves)', async () => {
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'renumber2-'));
-    const { identity } = await ensureIdentity(path.join(tmp, 'state'));
     await agent?.stop();
     await peer?.kill();
     ns!.remove();
     const fresh = createNetNs()!;
     Object.assign(ns!, fresh);
-    peer = new TestAssistantPeerProcess({ workspaceKey: KEY, host: fresh.nsIp, netns: fresh.name });
-    await peer.start();
-    const settings = parseSettings({
-      server: { url: peer.url, workspaceKey: KEY, appSource: 'renumber', requestTimeoutMs: 2_000 },
-      audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
-      mixer: { card: 'default', control: VIRTUAL.mixerControl },
-    });
-    agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }), logger: silentLogger });
-    await agent.start();
-    await waitUntil(() => agent!.snapshot().state === 'connected', 20_000, 'the call');
+    agent = (await callAcrossNetNs(fresh, KEY, 'renumber', (c) => ({ peer, agent } = c))).agent;
     const first = agent.snapshot().callId;
     await new Promise((r) => setTimeout(r, 1_000));
     // A consent check asked now (the watchdog asks only when the peer goes quiet, and this one's RTCP keeps
