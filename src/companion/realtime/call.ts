@@ -41,8 +41,11 @@ export type CallEndReason = 'connect_timeout' | 'idle_timeout' | 'transport' | '
 
 export class Call {
   readonly id = newId('call');
-  readonly createdAt = Date.now();
-  lastActivityAt = Date.now();
+  // performance.now(), not Date.now(): a board without a real-time clock steps its wall clock forward when NTP
+  // syncs after boot, and the sweep then took every quiet call for idle (a backward step: a call never set up
+  // was never given up)
+  readonly createdAt = performance.now();
+  lastActivityAt = performance.now();
   connected = false;
   private readonly peer: CallPeer;
   private readonly incoming: IncomingAudio;
@@ -89,18 +92,18 @@ export class Call {
       { iceServers: opts.iceServers, additionalHostAddresses: opts.additionalHostAddresses },
       {
         audio: (payload) => {
-          this.lastActivityAt = Date.now();
+          this.lastActivityAt = performance.now();
           this.incoming.handleOpus(payload);
         },
         message: (text) => {
-          this.lastActivityAt = Date.now();
+          this.lastActivityAt = performance.now();
           this.conversation.clientMessage(text);
         },
         channelOpen: () => this.openChannel(),
         connected: () => {
           if (this.connected) return;
           this.connected = true;
-          this.lastActivityAt = Date.now();
+          this.lastActivityAt = performance.now();
           this.deps.pacer.add(this.outgoing);
           this.logger.info('call connected');
         },

@@ -151,7 +151,7 @@ export class CallRegistry {
   }
 
   private sweep(): void {
-    const now = Date.now();
+    const now = performance.now(); // the calls' clock (call.ts): monotonic
     for (const c of this.calls.values()) {
       if (!c.connected && now - c.createdAt > this.opts.connectTimeoutMs) void c.close('connect_timeout');
       else if (c.connected && now - c.lastActivityAt > this.opts.idleTimeoutMs) void c.close('idle_timeout');

@@ -1,7 +1,7 @@
 // End to end against the real companion server: a werift client (what a device does) speaks flite audio over
 // Opus; the server's real pipeline (Opus decode, VAD, pocketsphinx, rules brain, espeak-ng, Opus encode, paced
 // RTP) answers on the data channel and the audio track.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RealtimeTestClient } from '../../support/realtimeTestClient.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../support/realtimeServer.js';
 import { speechClip } from '../../support/speechWav.js';
@@ -153,6 +153,36 @@ describe('realtime call (legacy transcript family, implicit session)', () => {
       expect(deltas.map((d) => d!.text).join('')).toBe(t);
       expect(c.eventsOf('response.output_audio_transcript.delta')).toHaveLength(0);
     } finally {
+      await c.close();
+    }
+  });
+});
+
+// The wall clock steps here through a spy on Date.now (a fake: the machine's real clock is not this test's to
+// set). On a board without a real-time clock it steps forward when NTP first syncs, often minutes after boot.
+describe('realtime call across a wall-clock step', () => {
+  let srv: RealtimeTestServer;
+  beforeAll(async () => {
+    srv = await startRealtimeTestServer({ realtime: { idleTimeoutMs: 5_000 } });
+  });
+  afterAll(async () => srv?.close());
+
+  it('regression: the wall clock stepping 90 days forward (NTP syncing on a board without an RTC) ended every quiet call as idle; the call goes on', async () => {
+    const c = await RealtimeTestClient.connect({ baseUrl: srv.url, headers: srv.newDevice() });
+    const realNow = Date.now.bind(Date);
+    try {
+      await c.waitFor('session.created', () => true, 5000, true);
+      c.sending = false; // a quiet moment: no RTP (a speaker between its keep-alives)
+      await new Promise((r) => setTimeout(r, 300));
+      vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 90 * 86_400_000);
+      await new Promise((r) => setTimeout(r, 2_500)); // two sweeps (one a second)
+      expect(c.channel.readyState).toBe('open');
+      c.sending = true;
+      const transcript = c.waitFor('conversation.item.input_audio_transcription.completed');
+      await c.play(speechClip('set the volume to forty percent').pcm);
+      expect((await transcript).transcript).toBe('set the volume to forty percent');
+    } finally {
+      vi.restoreAllMocks();
       await c.close();
     }
   });
