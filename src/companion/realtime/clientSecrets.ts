@@ -20,14 +20,21 @@ export interface ClientKeyGrant {
   clientId: string;
   /** the session configuration minted with the key: applied to the call it opens */
   session: GaSessionConfig;
+  /** on the store's clock (monotonic): a board without a real-time clock steps its wall clock when NTP syncs, and
+   *  a key minted just before a step forward was refused as expired */
   expiresAt: number;
 }
 
 export class ClientSecretStore {
   private readonly keys = new Map<string, ClientKeyGrant>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = () => performance.now(),
+    /** the wall clock, only for the expires_at shown to clients */
+    private readonly wallNow: () => number = Date.now,
+  ) {}
 
+  /** The new key, and when it expires on the wall clock (ms since the epoch, for clients). */
   mint(grant: Omit<ClientKeyGrant, 'expiresAt'>, ttlSeconds = DEFAULT_KEY_TTL_S): { value: string; expiresAt: number } {
     this.sweep();
     if (this.keys.size >= MAX_LIVE_KEYS) {
@@ -36,9 +43,8 @@ export class ClientSecretStore {
       if (oldest !== undefined) this.keys.delete(oldest);
     }
     const value = CLIENT_KEY_PREFIX + randomBytes(24).toString('base64url');
-    const expiresAt = this.now() + ttlSeconds * 1000;
-    this.keys.set(sha256Hex(value), { ...grant, expiresAt });
-    return { value, expiresAt };
+    this.keys.set(sha256Hex(value), { ...grant, expiresAt: this.now() + ttlSeconds * 1000 });
+    return { value, expiresAt: this.wallNow() + ttlSeconds * 1000 };
   }
 
   /** The grant of a live key, or undefined (unknown, expired or malformed). */

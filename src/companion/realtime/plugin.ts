@@ -268,7 +268,7 @@ export function createRealtimeService(ctx: CompanionContext): RealtimeService {
         object: 'realtime.session',
         modalities: s.modalities,
         iceServers: rt.iceServers,
-        expires_at: Math.floor(s.expiresAt / 1000),
+        expires_at: Math.floor((Date.now() + (s.expiresAt - performance.now())) / 1000), // expiresAt is monotonic
       });
     });
 

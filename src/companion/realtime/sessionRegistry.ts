@@ -10,6 +10,7 @@ export interface SessionRecord {
   workspaceId: string;
   clientId: string;
   modalities: Modality[];
+  /** performance.now() ms, as expiresAt: a board without a real-time clock steps its wall clock when NTP syncs */
   createdAt: number;
   expiresAt: number;
   implicit: boolean;
@@ -24,7 +25,7 @@ export class SessionRegistry {
     private readonly maxSessions = 1000,
   ) {}
 
-  create(workspaceId: string, clientId: string, modalities: Modality[], now = Date.now()): SessionRecord {
+  create(workspaceId: string, clientId: string, modalities: Modality[], now = performance.now()): SessionRecord {
     this.sweep(now);
     if (this.sessions.size >= this.maxSessions) {
       const oldest = this.sessions.keys().next().value;
@@ -40,7 +41,7 @@ export class SessionRegistry {
   }
 
   /** Removes and returns the client's newest unexpired session, or an implicit one. */
-  claim(workspaceId: string, clientId: string, now = Date.now()): SessionRecord {
+  claim(workspaceId: string, clientId: string, now = performance.now()): SessionRecord {
     this.sweep(now);
     let newest: SessionRecord | undefined;
     for (const s of this.sessions.values()) {

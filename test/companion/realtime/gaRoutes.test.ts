@@ -1,7 +1,7 @@
 // The GA WebRTC routes against the real companion: client keys minted with device headers, a werift client
 // posting its offer with that key (201 + Location), session.update with a client-declared tool that the assistant
 // then calls and whose output it speaks, output_audio_buffer.* events, hangup, and every refusal in the error shape.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RealtimeTestClient } from '../../support/realtimeTestClient.js';
 import { startRealtimeTestServer, type RealtimeTestServer } from '../../support/realtimeServer.js';
 import { speechClip } from '../../support/speechWav.js';
@@ -195,5 +195,22 @@ describe('ClientSecretStore', () => {
     now += 10_000;
     expect(store.resolve(k.value)).toBeUndefined();
     expect(store.size).toBe(0);
+  });
+
+  // Date.now is a spy here (a fake: the machine's clock is not the test's to set)
+  it('regression: a key minted just before the wall clock stepped forward (NTP syncing on a board without an RTC) was refused as expired; it lives its ttl', () => {
+    const realNow = Date.now.bind(Date);
+    let step = 0;
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + step);
+    try {
+      const store = new ClientSecretStore();
+      const session = defaultGaSession({ silenceDurationMs: 300, voice: 'en' });
+      const k = store.mint({ workspaceId: 'w', clientId: 'c', session }, 60);
+      expect(Math.abs(k.expiresAt - (realNow() + 60_000))).toBeLessThan(1_000); // shown on the wall clock
+      step = 3_600_000;
+      expect(store.resolve(k.value)?.clientId).toBe('c');
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });

@@ -1,5 +1,5 @@
 // Small pure pieces of the realtime service: offer checks, session claiming, speech chunking, event families.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { speechChunks } from '../../../src/companion/realtime/conversation.js';
 import { EventWriter } from '../../../src/companion/realtime/eventWriter.js';
 import { checkOffer } from '../../../src/companion/realtime/sdpOffer.js';
@@ -49,6 +49,20 @@ describe('SessionRegistry', () => {
     expect(reg.size).toBe(1); // c2's; implicit sessions are not stored
     expect(reg.claim('w', 'c2', 2000).implicit).toBe(true); // expired
     expect(reg.size).toBe(0);
+  });
+  // Date.now is a spy here (a fake: the machine's clock is not the test's to set)
+  it('regression: a wall clock stepping forward between POST /sessions and the call (NTP syncing on a board without an RTC) expired the session; it is claimed', () => {
+    const reg = new SessionRegistry(60_000);
+    const realNow = Date.now.bind(Date);
+    try {
+      const s = reg.create('w', 'c1', ['audio']);
+      vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 90 * 86_400_000);
+      const claimed = reg.claim('w', 'c1');
+      expect(claimed.implicit).toBe(false);
+      expect(claimed.id).toBe(s.id);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
   it('bounds the number of stored sessions', () => {
     const reg = new SessionRegistry(60_000, 3);
