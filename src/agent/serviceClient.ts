@@ -7,6 +7,7 @@
 // costs a long-running process ~9 MB of memory for the three small requests a call needs (measured on Node 20).
 import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import { certificateClockProblem } from '../common/certificateClock.js';
 import { http } from '../common/nodeHttp.js';
 import { DEVICE_FUNCTION_TOOLS } from '../protocol/functions.js';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
@@ -210,7 +211,7 @@ export class ServiceClient {
     // An absolute URL is named without its query: a signed URL's signature stays out of messages and logs.
     const server = absolute ? url.origin : this.base;
     const what = `${method} ${absolute ? url.pathname : path}`;
-    const fail = (why: string, cause?: unknown) => new AgentError('network', `cannot reach ${server} (${what}): ${why}`, { cause });
+    const fail = (why: string, cause?: unknown) => new AgentError('network', `cannot reach ${server} (${what}): ${certificateClockProblem(cause) ?? why}`, { cause });
     const answerWithinMs = o.answerWithinMs ?? this.timeoutMs;
     const restMs = this.timeoutMs;
     return new Promise<Answer>((resolve, reject) => {
@@ -311,8 +312,12 @@ function redirectError(res: Answer, from: URL, server: string, what: string): Ag
 function retryAfterMs(res: Answer): number | undefined {
   const v = res.headers['retry-after']?.trim();
   if ((res.status !== 429 && res.status !== 503) || !v) return undefined;
-  // Date.parse takes nearly anything ("3.5" is a date to V8): an HTTP-date starts with the day's name.
-  const ms = /^\d+$/.test(v) ? Number(v) * 1000 : /^[A-Za-z]{3,9},? /.test(v) ? Date.parse(v) - Date.now() : NaN;
+  // Date.parse takes nearly anything ("3.5" is a date to V8): an HTTP-date starts with the day's name. It is
+  // measured from the answer's own Date where there is one: this device's clock may be months off (no real-time
+  // clock, NTP not yet synced), which made a 30 s ask into 10 minutes, or into 1 s.
+  const httpDate = /^[A-Za-z]{3,9},? /;
+  const sent = res.headers.date && httpDate.test(res.headers.date) ? Date.parse(res.headers.date) : NaN;
+  const ms = /^\d+$/.test(v) ? Number(v) * 1000 : httpDate.test(v) ? Date.parse(v) - (Number.isNaN(sent) ? Date.now() : sent) : NaN;
   return Number.isNaN(ms) ? undefined : Math.min(RETRY_AFTER_MAX_MS, Math.max(RETRY_AFTER_MIN_MS, ms));
 }
 

@@ -14,6 +14,7 @@ import { MixerError } from '../agent/mixer/mixer.js';
 import type { ServiceClient } from '../agent/serviceClient.js';
 import { defaultStateDir, loadSettings, settingFromEnv, type LoadedSettings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
+import { certificateClockCode, certificateClockProblem } from '../common/certificateClock.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { checkEcho } from './echoCheck.js';
@@ -198,13 +199,15 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
     if (!loaded || !loaded.settings.server.workspaceKey) return [];
     const out: CheckResult[] = [];
     let serverDate: string | null = null;
+    let clockCode: string | undefined;
     const reach = await timed('server reachable', async () => {
       const r = await checkReachable(loaded!.settings.server.url, loaded!.settings.server.requestTimeoutMs);
       serverDate = r.date;
+      clockCode = r.clockCode;
       return r.result;
     });
     out.push(reach);
-    out.push(await timed('clock', async () => checkClock(serverDate)));
+    out.push(await timed('clock', async () => checkClock(serverDate, clockCode)));
     if (reach.status !== 'pass' || !identity) return out;
     const client = serviceClient(loaded.settings, identity);
     const auth = await timed('device headers (TOFU)', () => checkAuth(client, identity!.clientId));
@@ -386,13 +389,18 @@ async function checkMixer(loaded: LoadedSettings): Promise<Omit<CheckResult, 'ms
   }
 }
 
-async function checkReachable(url: string, timeoutMs: number): Promise<{ result: Omit<CheckResult, 'ms'>; date: string | null }> {
+async function checkReachable(url: string, timeoutMs: number): Promise<{ result: Omit<CheckResult, 'ms'>; date: string | null; clockCode?: string }> {
   try {
     const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(Math.min(timeoutMs, 4000)) });
     await res.arrayBuffer().catch(() => undefined);
     return { result: { name: 'server reachable', status: 'pass', detail: `${url} answers (HTTP ${res.status})` }, date: res.headers.get('date') };
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
+    // The certificate refused for this machine's time: the fix is the clock, not the network (checkClock says so)
+    const clockCode = certificateClockCode(err);
+    if (clockCode) {
+      return { result: { name: 'server reachable', status: 'fail', detail: `${url}: ${certificateClockProblem(err)}`, fix: CLOCK_FIX, category: 'other' }, date: null, clockCode };
+    }
     return {
       result: {
         name: 'server reachable',
@@ -406,10 +414,17 @@ async function checkReachable(url: string, timeoutMs: number): Promise<{ result:
   }
 }
 
-function checkClock(serverDate: string | null): Omit<CheckResult, 'ms'> {
+const CLOCK_FIX = 'enable time sync: timedatectl set-ntp true (NTP needs UDP port 123 open to the internet); timedatectl shows whether it synced';
+
+function checkClock(serverDate: string | null, certificateClockCode?: string): Omit<CheckResult, 'ms'> {
   const now = Date.now();
   if (new Date(now).getUTCFullYear() < 2024) {
-    return { name: 'clock', status: 'fail', detail: `system time ${new Date(now).toISOString()} is in the past`, fix: 'enable time sync: timedatectl set-ntp true', category: 'other' };
+    return { name: 'clock', status: 'fail', detail: `system time ${new Date(now).toISOString()} is in the past`, fix: CLOCK_FIX, category: 'other' };
+  }
+  // fake-hwclock's time after months unplugged passes the year check; the server's certificate tells
+  if (certificateClockCode) {
+    const word = certificateClockCode === 'CERT_NOT_YET_VALID' ? 'not yet valid' : 'expired';
+    return { name: 'clock', status: 'fail', detail: `system time ${new Date(now).toISOString()}: the server's certificate is ${word} by it`, fix: CLOCK_FIX, category: 'other' };
   }
   const server = serverDate ? Date.parse(serverDate) : NaN;
   if (!Number.isFinite(server)) return { name: 'clock', status: 'pass', detail: `${new Date(now).toISOString()} (server sent no Date to compare)` };
@@ -419,7 +434,7 @@ function checkClock(serverDate: string | null): Omit<CheckResult, 'ms'> {
       name: 'clock',
       status: 'fail',
       detail: `${skew > 0 ? 'ahead of' : 'behind'} the server by ${Math.abs(skew)} s (TLS and signed URLs need a correct clock)`,
-      fix: 'enable time sync: timedatectl set-ntp true',
+      fix: CLOCK_FIX,
       category: 'other',
     };
   }

@@ -291,6 +291,18 @@ describe('ServiceClient', () => {
     expect((await failure(c.createSession())).retryAfterMs).toBeUndefined();
   });
 
+  it('regression (a clock review): a Retry-After date was measured by this device\'s clock, months off before NTP syncs (30 s became 10 min); it is measured from the answer\'s Date', async () => {
+    // the server's clock 40 days ahead of this device's (fake-hwclock's time after 40 days unplugged), then behind
+    let serverNow = Date.now() + 40 * 86_400_000;
+    const url = await serve((req, res) =>
+      res.writeHead(503, { date: new Date(serverNow).toUTCString(), 'retry-after': new Date(serverNow + 30_000).toUTCString() }).end('Service Unavailable'),
+    );
+    const c = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: KEY, clientId: randomUUID(), clientSecret: SECRET } });
+    expect((await failure(c.createSession())).retryAfterMs).toBe(30_000);
+    serverNow = Date.now() - 2 * 3_600_000;
+    expect((await failure(c.createSession())).retryAfterMs).toBe(30_000);
+  });
+
   it('regression: a narration streamed for 15 s (slow Wi-Fi) failed at the 10 s request deadline; a long answer may take as long as it keeps flowing', async () => {
     const url = await serve((req, res) => {
       // headers at once, then 64 KB/s for 15 s

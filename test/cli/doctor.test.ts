@@ -4,10 +4,12 @@
 // mute is reported. From a review of the maker's experience (regressions named after the bugs).
 // Each test spawns the CLI (~5-10 s for a doctor run on a loaded machine): hence the longer timeouts.
 import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStatusServer } from '../../src/agent/statusServer.js';
 import { deviceDirs, enrollDevice, json, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { serverCertificate } from '../support/tlsCertificates.js';
 
 interface Check {
   name: string;
@@ -158,4 +160,29 @@ describe('doctor and the privacy mute', () => {
       writeFileSync(micFile, '{"muted": false}\n', { mode: 0o600 });
     }
   }, 180_000);
+});
+
+describe('doctor and a clock months behind', () => {
+  it('regression: with fake-hwclock\'s old time the server\'s certificate was "not yet valid", the clock check passed ("server sent no Date") and the fix pointed at the network; the clock check fails and names time sync', async () => {
+    // a real HTTPS server whose certificate starts in 400 days: what a device whose clock is 400 days behind sees
+    const cert = serverCertificate(400, 800);
+    const server = https.createServer({ key: cert.key, cert: cert.cert }, (_req, res) => res.end('{}'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const r = await doctor({ ...dev.env, SPEAKER_AGENT_SERVER_URL: url, NODE_EXTRA_CA_CERTS: cert.caFile });
+      const reach = r.checks['server reachable'];
+      expect(reach.status).toBe('fail');
+      expect(reach.detail).toMatch(/certificate is not yet valid by this machine's clock/);
+      expect(reach.fix).toMatch(/timedatectl set-ntp true/);
+      expect(reach.fix).not.toMatch(/firewall/);
+      const clock = r.checks.clock;
+      expect(clock.status).toBe('fail');
+      expect(clock.detail).toMatch(/the server's certificate is not yet valid by it/);
+      expect(clock.fix).toMatch(/UDP port 123/);
+    } finally {
+      await new Promise((r) => server.close(r));
+      cert.remove();
+    }
+  }, 120_000);
 });

@@ -4,6 +4,7 @@
 // message for the spoken confirmation. Not the default: nothing here runs offline without such a server.
 import type { Brain, BrainInput, BrainReply, FunctionResultInput, ToolDefinition, Turn } from './brain.js';
 import { BrainError } from './brain.js';
+import { certificateClockProblem } from '../../common/certificateClock.js';
 
 export interface OpenAiBrainOptions {
   /** base URL including the API version, e.g. http://127.0.0.1:8080/v1 */
@@ -95,7 +96,10 @@ export class OpenAiBrain implements Brain {
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
     } catch (err) {
-      throw new BrainError('BRAIN_UNAVAILABLE', `the chat endpoint ${this.url} is unreachable: ${(err as Error).message}`, { cause: err });
+      // fetch says only "fetch failed": the reason (a refused connection, a certificate, the clock) is its cause's
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = certificateClockProblem(err) ?? [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
+      throw new BrainError('BRAIN_UNAVAILABLE', `the chat endpoint ${this.url} is unreachable: ${why}`, { cause: err });
     }
     if (!res.ok) {
       // logged: without our key, should the endpoint echo it

@@ -81,8 +81,13 @@ describe('OpenAiBrain', () => {
     await expect(brain.respond(input('hi'))).rejects.toMatchObject({ code: 'BRAIN_BAD_RESPONSE' });
     answer = () => ({ status: 200, json: { choices: [{ message: { tool_calls: [{ function: { name: 'quiet_device', arguments: '{oops' } }] } }] } });
     await expect(brain.respond(input('hi'))).rejects.toBeInstanceOf(BrainError);
-    const down = new OpenAiBrain({ baseUrl: 'http://127.0.0.1:9/v1', model: 'm' });
-    await expect(down.respond(input('hi'))).rejects.toMatchObject({ code: 'BRAIN_UNAVAILABLE' });
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((r) => closed.close(r)); // nothing listens there now: refused
+    const down = new OpenAiBrain({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm' });
+    // regression (a clock review): fetch's own message is "fetch failed"; the reason, its cause's, was dropped
+    await expect(down.respond(input('hi'))).rejects.toMatchObject({ code: 'BRAIN_UNAVAILABLE', message: expect.stringMatching(/unreachable: fetch failed: ECONNREFUSED$/) });
     expect(() => new OpenAiBrain({ baseUrl: 'ftp://x', model: 'm' })).toThrow(BrainError);
   });
 
