@@ -272,6 +272,24 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
+      'SCTP round trips on the monotonic clock: werift times a message from its send to its SACK with Date.now. A ' +
+      'board without a real-time clock steps its wall clock when NTP syncs (often a minute after boot, by days or ' +
+      'months); a step between a message and its SACK made that "round trip" huge (or negative) and pinned the ' +
+      'retransmission timeout at its 60 s maximum for the next hundred-odd messages, so a message then lost on ' +
+      'Wi-Fi (a function result, an event) was resent after a minute, not a second ' +
+      '(test/vendor/weriftSctpClockStep.test.ts). The send time, with the SACK time below.',
+    from: '      chunk.sentTime = Date.now() / 1e3;\n',
+    to: '      chunk.sentTime = performance.now() / 1e3; // speaker-agent patch: SCTP round trips on the monotonic clock\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'SCTP round trips on the monotonic clock: the SACK time (see the send time above).',
+    from: '    const receivedTime = Date.now() / 1e3;\n',
+    to: '    const receivedTime = performance.now() / 1e3; // speaker-agent patch: SCTP round trips on the monotonic clock\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
       'A TURN server that does not answer (down, blocked, wrong credentials): werift opens a socket for the ' +
       'allocation and, when the allocation fails, leaves it open; it is in no list the peer connection closes. One ' +
       'socket per call attempt, for as long as the process runs: with a service whose TURN server is gone the ' +
