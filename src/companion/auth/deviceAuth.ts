@@ -120,7 +120,7 @@ export class DeviceAuthenticator {
         return fail('client_not_found', 'this client id is not registered and the server does not enroll new clients');
       }
       if (insertClientIfAbsent(this.db, clientId, workspace.id, secretHash)) {
-        this.lastTouch.set(clientId, Date.now());
+        this.lastTouch.set(clientId, performance.now());
         return { ok: true, device: { workspaceId: workspace.id, clientId, enrolledNow: true } };
       }
       client = getClient(this.db, clientId); // a simultaneous first request enrolled it: compare against that
@@ -154,9 +154,11 @@ export class DeviceAuthenticator {
   }
 
   private touch(clientId: string): void {
-    const now = Date.now();
-    const last = this.lastTouch.get(clientId) ?? 0;
-    if (now - last < this.touchIntervalMs) return;
+    // the throttle on the monotonic clock: after a wall-clock step back (a bad time server) Date.now's "since"
+    // stayed negative, and last_seen_at froze for as long as the step
+    const now = performance.now();
+    const last = this.lastTouch.get(clientId);
+    if (last !== undefined && now - last < this.touchIntervalMs) return;
     this.lastTouch.set(clientId, now);
     try {
       touchClient(this.db, clientId);

@@ -1,11 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CompanionAdmin } from '../../../src/companion/admin.js';
 import { DeviceAuthenticator } from '../../../src/companion/auth/deviceAuth.js';
 import { sha256Hex } from '../../../src/companion/auth/secrets.js';
 import { getClient } from '../../../src/companion/db/clients.js';
+import { stmt } from '../../../src/companion/db/database.js';
 import { deviceHeaders } from '../../../src/protocol/headers.js';
 import { tempDataDir } from '../helpers.js';
 
@@ -29,6 +30,28 @@ const secret = () => randomBytes(32).toString('base64url');
 const headers = (key: string, clientId: string, clientSecret: string) => deviceHeaders({ workspaceKey: key, clientId, clientSecret });
 
 describe('DeviceAuthenticator', () => {
+  // Date.now is a spy here (a fake: the machine's clock is not the test's to set)
+  it('regression (a clock review): after the wall clock stepped back 30 days, last_seen_at froze for 30 days; it is still kept at its pace', async () => {
+    const auth = new DeviceAuthenticator(admin.db, { enrollment: 'open', touchIntervalMs: 50 });
+    const id = randomUUID();
+    const s = secret();
+    const realNow = Date.now.bind(Date);
+    try {
+      expect(auth.authenticate(headers(keyA, id, s)).ok).toBe(true); // enrolled
+      await new Promise((r) => setTimeout(r, 80));
+      expect(auth.authenticate(headers(keyA, id, s)).ok).toBe(true);
+      const seen = getClient(admin.db, id)!.last_seen_at;
+      vi.spyOn(Date, 'now').mockImplementation(() => realNow() - 30 * 86_400_000);
+      await new Promise((r) => setTimeout(r, 80));
+      stmt(admin.db, "UPDATE clients SET last_seen_at = '2000-01-01T00:00:00.000Z' WHERE id = ?").run(id);
+      expect(auth.authenticate(headers(keyA, id, s)).ok).toBe(true);
+      expect(getClient(admin.db, id)!.last_seen_at).not.toBe('2000-01-01T00:00:00.000Z');
+      expect(seen).not.toBe('2000-01-01T00:00:00.000Z');
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('names the missing header, checks the id format and the secret length', () => {
     const auth = new DeviceAuthenticator(admin.db, { enrollment: 'open' });
     const full = headers(keyA, randomUUID(), secret());
