@@ -47,15 +47,17 @@ export class AudioStore {
     await fs.rm(path.join(this.root, rel), { force: true }).catch(() => undefined);
   }
 
-  /** Deletes tts/ outputs older than maxAgeMs; returns how many. */
+  /** Deletes tts/ outputs older than maxAgeMs, and those stamped more than maxAgeMs ahead: written while the wall
+   *  clock ran ahead (a bad time server, a board's clock set wrong), they were kept until that date came, months
+   *  on an SD card. Returns how many. */
   sweepTts(maxAgeMs: number): number {
     const dir = path.join(this.root, 'tts');
-    const cutoff = Date.now() - maxAgeMs;
+    const now = Date.now();
     let n = 0;
     for (const name of safeReaddir(dir)) {
       const p = path.join(dir, name);
       try {
-        if (statSync(p).mtimeMs < cutoff) {
+        if (Math.abs(now - statSync(p).mtimeMs) > maxAgeMs) {
           rmSync(p, { force: true });
           n++;
         }
