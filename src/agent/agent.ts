@@ -45,15 +45,21 @@ export interface AgentStatus {
   secretFingerprint: string;
   callId: string | null;
   connectedSince: string | null;
+  /** how long the call has been up, on the monotonic clock: connectedSince is the wall clock's, which a board
+   *  without a real-time clock steps when NTP syncs (a call then showed "up 2160h") */
+  connectedForMs?: number | null;
   /** calls re-created after the first one */
   reconnects: number;
-  lastError: { code: string; message: string; at: string } | null;
+  /** agoMs: on the monotonic clock (see connectedForMs) */
+  lastError: { code: string; message: string; at: string; agoMs?: number } | null;
   /** the most recent transcripts, oldest first (bounded) */
   lastTranscripts: TranscriptEntry[];
   volume: MixerState | null;
   startedAt: string | null;
   /** when the next attempt starts while in backoff */
   nextAttemptAt: string | null;
+  /** the same on the monotonic clock (see connectedForMs) */
+  nextAttemptInMs?: number | null;
   /** the sound card's devices (reopened in the background when they fail) */
   audioDevices: { microphone: string; speaker: string } | null;
   /** the echo canceller (audio.duplex auto): state, delay, echo reduction; null when it does not run */
@@ -155,6 +161,8 @@ export class SpeakerAgent extends EventEmitter {
     startedAt: null as string | null,
     nextAttemptAt: null as string | null,
   };
+  /** performance.now() of the same moments, for the durations status shows */
+  private readonly monoAt = { connected: 0, lastError: 0, nextAttempt: 0 };
 
   constructor(private readonly deps: SpeakerAgentDeps) {
     super();
@@ -277,12 +285,14 @@ export class SpeakerAgent extends EventEmitter {
       secretFingerprint: fingerprint(this.deps.identity.clientSecret),
       callId: this.status.callId,
       connectedSince: this.status.connectedSince,
+      connectedForMs: this.status.connectedSince ? Math.round(performance.now() - this.monoAt.connected) : null,
       reconnects: this.status.reconnects,
-      lastError: this.status.lastError,
+      lastError: this.status.lastError && { ...this.status.lastError, agoMs: Math.round(performance.now() - this.monoAt.lastError) },
       lastTranscripts: [...this.transcripts],
       volume: this.status.volume,
       startedAt: this.status.startedAt,
       nextAttemptAt: this.status.nextAttemptAt,
+      nextAttemptInMs: this.status.nextAttemptAt ? Math.max(0, Math.round(this.monoAt.nextAttempt - performance.now())) : null,
       audioDevices: this.audio?.deviceStates() ?? null,
       echoCanceller: this.audio?.echoCanceller() ?? null,
       listening: this.listeningStatus(),
@@ -565,6 +575,7 @@ export class SpeakerAgent extends EventEmitter {
         calls++;
         this.status.callId = call.sessionId ?? null;
         this.status.connectedSince = new Date().toISOString();
+        this.monoAt.connected = performance.now();
         this.status.nextAttemptAt = null;
         lastErrorCode = undefined;
         this.audio?.setSink((opus, samples) => call.sendAudio(opus, samples));
@@ -593,6 +604,7 @@ export class SpeakerAgent extends EventEmitter {
       this.status.connectedSince = null;
       if (signal.aborted) break;
       this.status.lastError = { code: reason.code, message: reason.message, at: new Date().toISOString() };
+      this.monoAt.lastError = performance.now();
 
       // Backoff: a call that stayed up long enough starts a fresh streak.
       if (upSince && performance.now() - upSince >= stableAfterMs) attempt = 0;
@@ -607,6 +619,7 @@ export class SpeakerAgent extends EventEmitter {
       }
       this.setState('backoff');
       this.status.nextAttemptAt = new Date(Date.now() + delay).toISOString();
+      this.monoAt.nextAttempt = performance.now() + delay;
       await sleep(delay, signal);
     }
     this.status.nextAttemptAt = null;

@@ -9,8 +9,9 @@ import http from 'node:http';
 import { Writable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SpeakerAgent, type SpeakerAgentDeps } from '../../src/agent/agent.js';
+import { startStatusServer, type StatusServer } from '../../src/agent/statusServer.js';
 import { AgentError } from '../../src/agent/errors.js';
 import { writeMicMuted } from '../../src/agent/micMute.js';
 import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
@@ -20,6 +21,7 @@ import type { ReconnectContext } from '../../src/agent/reconnectPolicy.js';
 import { parseSettings } from '../../src/agent/settings.js';
 import type { WakeWordEngine } from '../../src/agent/wake/wakeEngine.js';
 import { createLogger } from '../../src/common/logger.js';
+import { runCli } from '../support/cli.js';
 import { ScriptedTransport } from '../support/scriptedTransport.js';
 import { TestAssistantPeer } from '../support/testAssistantPeer.js';
 import { VIRTUAL } from '../support/virtualAudio.js';
@@ -269,6 +271,31 @@ describe('SpeakerAgent', () => {
     await until(() => agent!.snapshot().state === 'connected', 10_000, 'the call');
     expect(agent.listeningStatus()).toMatchObject({ state: 'muted', micOnWire: false });
     expect(agent.snapshot().audioDevices?.microphone).toBe('closed');
+  });
+
+  // The wall clock is faked here (vi's Date only: the machine's clock is not this test's to set); status is the
+  // real CLI reading the agent's snapshot through a real status socket.
+  it('regression (a clock review): a call set up before NTP synced (a board without an RTC, 90 days behind) showed "up 2160h" in status; its durations come from the monotonic clock', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
+    await peer.start();
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'status-clock-'));
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 90 * 86_400_000 });
+    let server: StatusServer | undefined;
+    try {
+      agent = virtualAgent(peer.url, { listening: { mode: 'manual' } }, { transportFactory: () => new ScriptedTransport() });
+      await agent.start();
+      await until(() => agent!.snapshot().state === 'connected', 10_000, 'the call');
+      vi.useRealTimers(); // NTP synced: the wall clock steps 90 days forward
+      const a = agent;
+      server = await startStatusServer({ socketPath: path.join(dir, 'agent.sock'), snapshot: () => ({ ...a.snapshot(), pid: process.pid, version: 'test', uptimeMs: 1_000, rssBytes: 0, watchdogPings: 0, companion: null, audio: 'virtual' }) });
+      expect(agent.snapshot().connectedForMs).toBeLessThan(10_000);
+      const r = await runCli(['status', '--socket', path.join(dir, 'agent.sock')], process.env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^call:\s+connected \(call [^,]+, up \d+s\)$/m);
+    } finally {
+      vi.useRealTimers();
+      await server?.close();
+    }
   });
 
   it('thousands of reconnects: nothing grows (transcripts bounded, heap flat)', async () => {

@@ -16,9 +16,11 @@ function device(name: string, state: string, micMuted: boolean): string {
 }
 
 function human(s: DaemonStatus, socketPath: string): string {
-  const since = (iso: string | null) => (iso ? `${formatDuration(Date.now() - Date.parse(iso))} ago` : '-');
+  // durations from the daemon's monotonic clock where it sends them (a daemon from before them sends none): its
+  // wall-clock stamps are off by any step NTP made since (a board without a real-time clock)
+  const ago = (iso: string | null, ms: number | null | undefined) => (ms != null ? formatDuration(ms) : iso ? formatDuration(Date.now() - Date.parse(iso)) : '-');
   const lines = [
-    `call:        ${s.state}${s.state === 'connected' ? ` (call ${s.callId}, up ${since(s.connectedSince).replace(' ago', '')})` : ''}`,
+    `call:        ${s.state}${s.state === 'connected' ? ` (call ${s.callId}, up ${ago(s.connectedSince, s.connectedForMs)})` : ''}`,
     `server:      ${s.server}${s.companion ? ' (local companion server)' : ''}`,
     `client id:   ${s.clientId}`,
     `secret:      ${s.secretFingerprint}`,
@@ -40,8 +42,8 @@ function human(s: DaemonStatus, socketPath: string): string {
     lines.push(`listening:   ${l.state}${l.micMuted ? ' (microphone MUTED: not read, nothing sent)' : ''}   mode ${l.mode}` +
       (l.mode === 'wake' ? `, wake word "${l.wakeWord.phrase}" (${l.wakeWord.kind ? `${l.wakeWord.kind} ` : ''}${l.wakeWord.engine})` : ''));
   }
-  if (s.state === 'backoff' && s.nextAttemptAt) lines.push(`next try:    in ${formatDuration(Math.max(0, Date.parse(s.nextAttemptAt) - Date.now()))}`);
-  if (s.lastError) lines.push(`last error:  ${s.lastError.code}: ${s.lastError.message} (${since(s.lastError.at)})`);
+  if (s.state === 'backoff' && s.nextAttemptAt) lines.push(`next try:    in ${formatDuration(s.nextAttemptInMs ?? Math.max(0, Date.parse(s.nextAttemptAt) - Date.now()))}`);
+  if (s.lastError) lines.push(`last error:  ${s.lastError.code}: ${s.lastError.message} (${ago(s.lastError.at, s.lastError.agoMs)} ago)`);
   lines.push(s.lastTranscripts.length ? 'transcripts:' : 'transcripts: none yet');
   for (const t of s.lastTranscripts.slice(-8)) lines.push(`  ${t.at.slice(11, 19)} ${t.role === 'user' ? 'you      ' : 'assistant'}  ${t.text}`);
   lines.push(`(from ${socketPath})`);
