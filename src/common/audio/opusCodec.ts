@@ -25,6 +25,8 @@ const OPUS_SET_PACKET_LOSS_PERC = 4014;
 const OPUS_SET_DTX = 4016;
 const OPUS_SET_SIGNAL = 4024;
 const OPUS_SIGNAL_VOICE = 3001;
+/** opus_decoder_ctl(OPUS_RESET_STATE): the state of a freshly made decoder, in place (the value is ignored) */
+const OPUS_RESET_STATE = 4028;
 // opus_private.h: handled by opus_encoder_ctl like the public requests.
 const OPUS_SET_FORCE_MODE = 11002;
 const OPUS_AUTO = -1000;
@@ -120,7 +122,7 @@ export class OpusFrameEncoder {
 }
 
 export class OpusFrameDecoder {
-  private native: InstanceType<typeof opus.OpusEncoder>;
+  private readonly native: InstanceType<typeof opus.OpusEncoder>;
   /** Remaining 20 ms slices of the last PLC output (see the note at the top). */
   private plcTail: Int16Array | undefined;
   private plcSlice = 0;
@@ -173,9 +175,11 @@ export class OpusFrameDecoder {
     return frame;
   }
 
-  /** Fresh decoder state (new stream / SSRC). */
+  /** Fresh decoder state (new stream / SSRC), in place. A new native object per reset (two per reconnect) held
+   *  ~50 KB of C memory V8 does not see until it happened to collect the small wrapper: a reconnect soak grew
+   *  the agent's RSS by ~70 KB per call. */
   reset(): void {
-    this.native = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
+    this.native.applyDecoderCTL(OPUS_RESET_STATE, 0);
     this.plcTail = undefined;
   }
 }
