@@ -598,6 +598,7 @@ export class SpeakerAgent extends EventEmitter {
       this.listening.setCallUp(false);
       if (upSince && !signal.aborted && inConversation) this.earcon('unreachable');
       await call.close();
+      this.client.dropIdleConnections(); // what ended the call may have left a pooled socket nothing answers on
       this.call = undefined;
       this.audio?.resetDownlink();
       this.status.callId = null;

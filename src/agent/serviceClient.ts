@@ -89,6 +89,12 @@ export class ServiceClient {
   private clientKey: string | undefined;
   /** openai-realtime: the call id the service named in Location (status shows it) */
   lastCallId: string | undefined;
+  /** Its own connection pools (as node's global ones: keep-alive, idle sockets closed after 5 s), so that
+   *  dropIdleConnections closes only this client's. */
+  private readonly agents = {
+    'http:': new http.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' }),
+    'https:': new https.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' }),
+  };
 
   constructor(o: ServiceClientOptions) {
     this.base = o.baseUrl.replace(/\/+$/, '');
@@ -200,6 +206,16 @@ export class ServiceClient {
     }
   }
 
+  /** Closes the idle pooled connections (a request in flight keeps its own). Called when a call ends: what ended
+   *  it (a new address, a router that rebooted and forgot its NAT mappings) may have left a kept-alive socket
+   *  that no answer will come back on, and the next session request, sent on it at once, then waited out the
+   *  whole request timeout (10 s) before a new connection was tried. */
+  dropIdleConnections(): void {
+    for (const agent of Object.values(this.agents)) {
+      for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+    }
+  }
+
   /** One request within its timeouts (plain timers, cleared at once: no timer outlives it). `path` under the
    *  base URL, or an absolute URL (the token endpoint, a signed audio URL). */
   private send(path: string, method: string, contentType: string | undefined, body: string | undefined, o: SendOptions = {}): Promise<Answer> {
@@ -225,7 +241,7 @@ export class ServiceClient {
         if (err) reject(err);
         else resolve(answer!);
       };
-      const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers }, (res) => {
+      const req = (url.protocol === 'https:' ? https : http).request(url, { method, headers, agent: this.agents[url.protocol === 'https:' ? 'https:' : 'http:'] }, (res) => {
         received = 0;
         // A flowing answer may take as long as it keeps coming (a narration over slow Wi-Fi): from here the
         // timer measures the pause between chunks, so a stalled or half-open connection still ends.

@@ -298,6 +298,34 @@ describe('SpeakerAgent', () => {
     }
   });
 
+  // The service here is a real HTTP server whose kept-alive connections go dead after one answer: it reads what
+  // comes on them and answers nothing, as when a router rebooted and forgot its NAT mappings or this device's
+  // address changed, while new connections work.
+  it('regression (a reconnect soak): after a call ended, the next session request went out on a pooled connection nothing answered on and waited the whole request timeout; idle connections are dropped when a call ends', async () => {
+    const connections = new Set<unknown>();
+    const arrivals: number[] = [];
+    const answered = new WeakSet<object>();
+    busyServer = http.createServer((req, res) => {
+      if (answered.has(req.socket)) return; // a dead connection: never answered
+      answered.add(req.socket);
+      connections.add(req.socket);
+      arrivals.push(performance.now());
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `sess_${arrivals.length}`, object: 'realtime.session', iceServers: [] }));
+    });
+    await new Promise<void>((r) => busyServer!.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(busyServer.address() as { port: number }).port}`;
+    const { made, transportFactory } = keptTransports();
+    agent = virtualAgent(url, { server: { url, workspaceKey: KEY, requestTimeoutMs: 4_000 }, listening: { mode: 'manual' } }, { reconnectPolicy: { nextDelayMs: () => 50 }, transportFactory });
+    await agent.start();
+    for (let call = 1; call <= 3; call++) {
+      await until(() => made.length === call && agent!.snapshot().state === 'connected', 3_000, `call ${call}`);
+      made.at(-1)!.peerCloses(); // the call ends at once: the next one needs a session within 50 ms
+    }
+    await until(() => arrivals.length >= 4, 3_000, 'the fourth session request');
+    expect(connections.size).toBe(arrivals.length); // each on a connection of its own
+    expect(arrivals[3]! - arrivals[0]!).toBeLessThan(3_000); // none waited out the 4 s request timeout
+  });
+
   it('thousands of reconnects: nothing grows (transcripts bounded, heap flat)', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, sendAudio: false });
     await peer.start();
