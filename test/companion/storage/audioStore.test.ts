@@ -11,32 +11,30 @@ afterEach(() => {
   dataDir = undefined;
 });
 
+/** A store in a fresh directory with two synthesis outputs stamped at these times (ms since the epoch). */
+function storeWith(mtimesMs: [number, number]): { store: AudioStore; files: [string, string] } {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'audio-store-'));
+  const store = new AudioStore(dataDir);
+  const files = mtimesMs.map((ms) => {
+    const f = store.absPath(store.newRelPath('tts', 'wav'));
+    writeFileSync(f, 'x');
+    utimesSync(f, ms / 1000, ms / 1000);
+    return f;
+  }) as [string, string];
+  return { store, files };
+}
+
 describe('AudioStore.sweepTts', () => {
   it('removes outputs older than the limit and keeps the fresh ones', () => {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'audio-store-'));
-    const store = new AudioStore(dataDir);
-    const old = store.absPath(store.newRelPath('tts', 'mp3'));
-    const fresh = store.absPath(store.newRelPath('tts', 'mp3'));
-    writeFileSync(old, 'x');
-    writeFileSync(fresh, 'x');
-    const twoHoursAgo = (Date.now() - 2 * 3_600_000) / 1000;
-    utimesSync(old, twoHoursAgo, twoHoursAgo);
+    const { store, files: [old, fresh] } = storeWith([Date.now() - 2 * 3_600_000, Date.now()]);
     expect(store.sweepTts(3_600_000)).toBe(1);
     expect(existsSync(old)).toBe(false);
     expect(existsSync(fresh)).toBe(true);
   });
 
   it('regression (a clock review): an output stamped in the future (written while the wall clock ran months ahead) was kept until that date; it is swept', () => {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'audio-store-'));
-    const store = new AudioStore(dataDir);
-    const ahead = store.absPath(store.newRelPath('tts', 'wav'));
-    const slightlyAhead = store.absPath(store.newRelPath('tts', 'wav'));
-    writeFileSync(ahead, 'x');
-    writeFileSync(slightlyAhead, 'x');
-    const inThreeMonths = (Date.now() + 90 * 86_400_000) / 1000;
-    const inAMinute = (Date.now() + 60_000) / 1000; // within the limit: a clock corrected by a little keeps it
-    utimesSync(ahead, inThreeMonths, inThreeMonths);
-    utimesSync(slightlyAhead, inAMinute, inAMinute);
+    // a minute ahead is within the limit: a clock corrected by a little keeps it
+    const { store, files: [ahead, slightlyAhead] } = storeWith([Date.now() + 90 * 86_400_000, Date.now() + 60_000]);
     expect(store.sweepTts(3_600_000)).toBe(1);
     expect(existsSync(ahead)).toBe(false);
     expect(existsSync(slightlyAhead)).toBe(true);
