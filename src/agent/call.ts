@@ -181,7 +181,9 @@ export class Call {
   private dispatch(e: ServerEvent): void {
     this.o.hooks.onServerEvent?.(e);
     if (e.type === 'conversation.item.input_audio_transcription.completed') {
-      this.o.logger.info({ role: 'user' }, `user: ${e.transcript}`);
+      // What was said is logged at debug only: at the default level it went to the journal, kept for years on the
+      // card and readable by the adm group (a family's kitchen). `status` shows the last few, from memory.
+      this.o.logger.debug({ role: 'user' }, `user: ${e.transcript}`);
       this.o.hooks.onTranscript('user', e.transcript);
       return;
     }
@@ -196,7 +198,7 @@ export class Call {
       } else {
         const text = t.text || this.pending.get(key) || '';
         this.pending.delete(key);
-        this.o.logger.info({ role: 'assistant' }, `assistant: ${text}`);
+        this.o.logger.debug({ role: 'assistant' }, `assistant: ${text}`); // debug only, as the user's words
         this.o.hooks.onTranscript('assistant', text);
       }
       return;
