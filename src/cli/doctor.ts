@@ -14,6 +14,8 @@ import { MixerError } from '../agent/mixer/mixer.js';
 import type { ServiceClient } from '../agent/serviceClient.js';
 import { defaultStateDir, loadSettings, settingFromEnv, type LoadedSettings } from '../agent/settings.js';
 import { statusSocketCandidates } from '../agent/statusServer.js';
+import { rebuildAdvice } from '../common/addonAdvice.js';
+import { loadOpus, type OpusModule } from '../common/audio/opusBinding.js';
 import { certificateClockCode, certificateClockProblem } from '../common/certificateClock.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
@@ -166,10 +168,12 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   results.push(await timed('node', checkNode));
   const addons = await Promise.all([
     // getDevices() initialises PortAudio, whose ALSA probing prints dozens of harmless "ALSA lib ... Unknown PCM" lines
-    timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', (m) => quietNativeStderr(() => (m as { getDevices(): unknown[] }).getDevices()).length + ' devices')),
+    timed('addon: PortAudio', async () => addon('addon: PortAudio', 'naudiodon2', () => require('naudiodon2'), (m) => quietNativeStderr(() => (m as { getDevices(): unknown[] }).getDevices()).length + ' devices')),
+    // loaded as the agent loads it (loadOpus): the package's own loader wants a folder named after this Node's ABI
+    // and glibc version, so after a Node or Debian upgrade it failed here while the agent's loader worked
     timed('addon: Opus', async () =>
-      addon('addon: Opus', '@discordjs/opus', (m) => {
-        const enc = new (m as { OpusEncoder: new (r: number, c: number) => { encode(b: Buffer): Buffer } }).OpusEncoder(SAMPLE_RATE, CHANNELS);
+      addon('addon: Opus', '@discordjs/opus', loadOpus, (m) => {
+        const enc = new (m as OpusModule).OpusEncoder(SAMPLE_RATE, CHANNELS);
         return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(FRAME_SAMPLES * 2)).length} bytes`;
       }),
     ),
@@ -264,19 +268,14 @@ function checkPrivacyMute(stateDir: string, daemonStatus: unknown): Omit<CheckRe
   return { name, status: 'pass', detail: `not muted (${running ? 'the running agent' : file})` };
 }
 
-function addon(name: string, id: string, probe: (m: unknown) => string): Omit<CheckResult, 'ms'> {
+function addon(name: string, id: string, load: () => unknown, probe: (m: unknown) => string): Omit<CheckResult, 'ms'> {
   try {
-    return { name, status: 'pass', detail: `${id}: ${probe(require(id))}` };
+    return { name, status: 'pass', detail: `${id}: ${probe(load())}` };
   } catch (err) {
-    return {
-      name,
-      status: 'fail',
-      detail: `${id} does not load: ${(err as Error).message.split('\n')[0]}`,
-      fix: 'reinstall the project dependencies: npm ci --omit=dev (needs portaudio19-dev, python3, make, g++)',
-      category: 'audio',
-    };
+    return { name, status: 'fail', detail: `${id} does not load: ${(err as Error).message.split('\n')[0]}`, fix: rebuildAdvice(), category: 'audio' };
   }
 }
+
 
 function busyBecauseOfDaemon(err: unknown, daemon: string | undefined): boolean {
   return Boolean(daemon) && /busy|unavailable/i.test(String((err as Error).message));

@@ -8,6 +8,10 @@
 import { createSdNotifier } from '../common/sdNotify.js';
 
 export const START_FAILURE_HOLD_MS = 60_000;
+/** Any other failure before READY=1 (a native addon that no longer loads after a Node or Debian upgrade, a port
+ *  taken, a full disk under the companion's database) held nothing and restarted every 2 s forever too. It may
+ *  also mend itself (a port freed), so a shorter hold: about 2,900 starts a day at most, not 43,000. */
+export const OTHER_START_FAILURE_HOLD_MS = 30_000;
 
 /** Resolves after holdMs; at once when not under systemd. `notifySocket`: $NOTIFY_SOCKET as the process started
  *  (the daemon's notifier removes it from the environment). SIGTERM / SIGINT end the wait by that signal, so

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Settings } from '../agent/settings.js';
 import { decodeWav } from '../common/audio/wav.js';
+import { rebuildAdvice } from '../common/addonAdvice.js';
 import { openWakeWordEngine, type WakeEvent } from '../agent/wake/wakeWord.js';
 import { resample } from '../common/audio/resample.js';
 import { silentLogger } from '../common/logger.js';
@@ -59,7 +60,7 @@ export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {
       detail: `the engine does not load: ${(err as Error).message}`,
       fix: code === 'config_invalid'
         ? 'choose a built-in phrase (listening.wakePhrase: hey jarvis, alexa, hey mycroft, hey rhasspy) or a model for yours (listening.wakeModel), or a phrase of common English words with listening.wakeEngine: pocketsphinx; a sensitivity from 0 to 1'
-        : 'reinstall (npm ci brings onnxruntime-node); for pocketsphinx: apt install libpocketsphinx3 pocketsphinx-en-us',
+        : `${rebuildAdvice()} (it brings onnxruntime-node); for pocketsphinx: apt install libpocketsphinx3 pocketsphinx-en-us`,
       category: code === 'config_invalid' ? 'config' : 'audio',
     };
   }

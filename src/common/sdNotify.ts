@@ -11,6 +11,7 @@
 //    `npm ci` with no dependency. Chosen.
 import { createRequire } from 'node:module';
 import { CodedError } from './errors.js';
+import { addonLoadProblem } from './addonAdvice.js';
 
 const AF_UNIX = 1;
 const SUN_PATH_MAX = 108;
@@ -31,7 +32,7 @@ function loadSendDatagram(): SendDatagram {
     // CommonJS addon; createRequire keeps this module loadable where the addon is absent until first use.
     sendDatagram = (createRequire(import.meta.url)('speaker-sys') as typeof import('speaker-sys')).sendDatagram;
   } catch (err) {
-    throw new SdNotifyError(`the speaker-sys addon could not be loaded (reinstall with npm ci): ${(err as Error).message}`, err);
+    throw new SdNotifyError(addonLoadProblem('speaker-sys', err), err);
   }
   return sendDatagram;
 }
@@ -104,7 +105,11 @@ export function createSdNotifier(env: NodeJS.ProcessEnv = process.env, opts: SdN
     enabled: true,
     watchdogIntervalMs: watchdogMs,
     notify,
-    ready: (status) => notify(status ? `READY=1\nSTATUS=${oneLine(status)}` : 'READY=1'),
+    ready: (status) => {
+      const sent = notify(status ? `READY=1\nSTATUS=${oneLine(status)}` : 'READY=1');
+      if (sent) readySent = true;
+      return sent;
+    },
     watchdog: () => notify('WATCHDOG=1'),
     stopping: (status) => notify(status ? `STOPPING=1\nSTATUS=${oneLine(status)}` : 'STOPPING=1'),
     status: (text) => notify(`STATUS=${oneLine(text)}`),
@@ -112,6 +117,12 @@ export function createSdNotifier(env: NodeJS.ProcessEnv = process.env, opts: SdN
       closed = true;
     },
   };
+}
+
+let readySent = false;
+/** Whether this process told systemd READY=1: a failure before that is a failed start (startFailureHold.ts). */
+export function readyWasSent(): boolean {
+  return readySent;
 }
 
 const disabledNotifier: SdNotifier = {

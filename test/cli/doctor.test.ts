@@ -3,12 +3,13 @@
 // sudo says so (and finds the running service), PortAudio's ALSA noise stays off the terminal, and the privacy
 // mute is reported. From a review of the maker's experience (regressions named after the bugs).
 // Each test spawns the CLI (~5-10 s for a doctor run on a loaded machine): hence the longer timeouts.
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStatusServer } from '../../src/agent/statusServer.js';
-import { deviceDirs, enrollDevice, json, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { deviceDirs, enrollDevice, json, ROOT, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 import { serverCertificate } from '../support/tlsCertificates.js';
 
 interface Check {
@@ -186,3 +187,35 @@ describe('doctor and a clock months behind', () => {
     }
   }, 120_000);
 });
+
+// as root only (CI is): a private mount namespace shows the CLI another prebuild folder name
+describe.skipIf(process.getuid?.() !== 0)('doctor after a Node or Debian upgrade', () => {
+  it('regression (a review of years in a kitchen): the Opus check used the package\'s loader, which wants a folder named after this Node\'s ABI and glibc: "FAIL" beside a working agent, and a fix (npm ci) that empties the live node_modules; it loads Opus as the agent does', async () => {
+    const prebuild = path.join(ROOT, 'node_modules/@discordjs/opus/prebuild');
+    const [built] = readdirSync(prebuild);
+    const shown = mkdtempSync(path.join(os.tmpdir(), 'opus-prebuild-'));
+    // the same binary under the name a build for another glibc has (a Debian 12 -> 13 upgrade changes it)
+    const renamed = built!.replace(/glibc-[\d.]+$/, 'glibc-0.1');
+    expect(renamed).not.toBe(built);
+    mkdirSync(path.join(shown, renamed));
+    copyFileSync(path.join(prebuild, built!, 'opus.node'), path.join(shown, renamed, 'opus.node'));
+    const wrap = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', `mount --bind '${shown}' '${prebuild}' && exec "$@"`, 'sh'];
+    try {
+      const r = await runCli(['doctor', '--json', '--skip-call', '--skip-echo'], dev.env, 60_000, { wrap });
+      const checks = Object.fromEntries(json<{ checks: Check[] }>(r).checks.map((c) => [c.name, c]));
+      expect(checks['addon: Opus']).toMatchObject({ status: 'pass' });
+      expect(checks['addon: Opus']!.detail).toMatch(/encodes a 20 ms frame to \d+ bytes/);
+
+      // no binary at all: it fails, and the fix is setup.sh here (install.sh in the installed tree), never npm ci
+      rmSync(path.join(shown, renamed), { recursive: true });
+      const gone = await runCli(['doctor', '--json', '--skip-call', '--skip-echo'], dev.env, 60_000, { wrap });
+      const opus = json<{ checks: Check[] }>(gone).checks.find((c) => c.name === 'addon: Opus')!;
+      expect(opus.status).toBe('fail');
+      expect(opus.fix).toMatch(/bash scripts\/setup\.sh/);
+      expect(opus.fix).not.toMatch(/npm ci/);
+    } finally {
+      rmSync(shown, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
+

@@ -3,6 +3,7 @@
 // datagram socket), now says why to systemd, extends its start timeout, waits, and still stops at once on SIGTERM
 // (ended by the signal: systemd records a stop, not a failure).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -54,6 +55,29 @@ describe('a start that fails on the configuration, under systemd', () => {
     } finally {
       rx.close();
       dev.remove();
+    }
+  }, 60_000);
+
+  it('regression (a review of years in a kitchen): any other failure before READY=1 (here the companion\'s port taken) restarted every 2 s forever; it holds 30 s, saying why', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    const port = (taken.address() as net.AddressInfo).port;
+    const rx = await startNotifyReceiver(path.join(tmp, 'notify3.sock'));
+    const dev = deviceDirs({ NOTIFY_SOCKET: path.join(tmp, 'notify3.sock') });
+    try {
+      const child = spawnCli(['companion', '--port', String(port), '--data-dir', path.join(tmp, 'companion-data')], dev.env);
+      const exited = new Promise<string>((r) => child.on('exit', (code, signal) => r(signal ?? `exit ${code}`)));
+      expect(await rx.waitFor((m) => m.startsWith('EXTEND_TIMEOUT_USEC='), 30_000)).toBe('EXTEND_TIMEOUT_USEC=40000000');
+      expect(await rx.waitFor((m) => m.startsWith('STATUS='))).toMatch(/^STATUS=not started, retrying in 30 s: .*(EADDRINUSE|address already in use)/i);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(child.exitCode).toBeNull(); // still holding
+      child.kill('SIGTERM');
+      expect(await exited).toBe('SIGTERM');
+      expect(rx.messages.some((m) => m.startsWith('READY=1'))).toBe(false);
+    } finally {
+      rx.close();
+      dev.remove();
+      await new Promise((r) => taken.close(r));
     }
   }, 60_000);
 });

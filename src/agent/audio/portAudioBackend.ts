@@ -27,6 +27,7 @@ import {
   type PlaybackDevice,
   type RealtimeReport,
 } from './audioDevice.js';
+import { addonLoadProblem } from '../../common/addonAdvice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { DacClock } from './dacClock.js';
@@ -48,7 +49,7 @@ function loadNaudiodon(): Naudiodon {
   } catch (err) {
     throw new AudioDeviceError(
       'device_failed',
-      `the audio addon (naudiodon2) could not be loaded: ${(err as Error).message}. Reinstall with npm ci (needs portaudio19-dev).`,
+      addonLoadProblem('audio (naudiodon2)', err),
       err,
     );
   }

@@ -9,6 +9,7 @@
 // The interface is the small part of better-sqlite3's API the repositories use; transactions nest (savepoints)
 // the way better-sqlite3's do.
 import { createRequire } from 'node:module';
+import { addonLoadProblem } from '../../common/addonAdvice.js';
 
 export interface RunResult {
   changes: number;
@@ -130,12 +131,19 @@ function openBetterSqlite(file: string): Db {
   try {
     Database = require('better-sqlite3');
   } catch (err) {
-    throw new Error(
-      `better-sqlite3 does not load in Node ${process.versions.node} (${(err as Error).message.split('\n')[0]}): run scripts/setup.sh, which rebuilds it for this Node`,
-      { cause: err },
-    );
+    throw new Error(addonLoadProblem('better-sqlite3', err), { cause: err });
   }
-  const db = new Database(file);
+  let db: BetterDatabase;
+  try {
+    db = new Database(file);
+  } catch (err) {
+    // better-sqlite3 loads its binary here, not at require: a Node upgraded under the install fails at this line
+    // ("NODE_MODULE_VERSION 115 ... requires 127" and its own advice, `npm rebuild`)
+    if (/NODE_MODULE_VERSION|ERR_DLOPEN_FAILED|\.node\b|could not locate the bindings/i.test(`${(err as Error).message} ${(err as { code?: string }).code ?? ''}`)) {
+      throw new Error(addonLoadProblem('better-sqlite3', err), { cause: err });
+    }
+    throw err;
+  }
   return {
     driver: 'better-sqlite3',
     prepare: (sql) => db.prepare(sql),
