@@ -9,7 +9,7 @@
 //   rebuild` is logged only; FAKE_NPM_CI_FAIL=1 makes `npm ci` fail as a lost download does), FakePython3 (only
 //   with FAKE_NO_EXCHANGE=1: a filesystem that cannot exchange two directories).
 // Enrollment is real: the installed CLI enrolls against a real companion server.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync as readLink, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -168,7 +168,20 @@ describe('scripts/install.sh in a fake root', () => {
     expect(wrapper).toContain('CONFIGURATION_DIRECTORY="${CONFIGURATION_DIRECTORY:-/etc/speaker-agent}"');
     // regression: STATE_DIRECTORY alone sent `sudo speaker-agent companion ...` to a new database in the agent's directory
     expect(wrapper).toContain('SPEAKER_AGENT_COMPANION_DATA_DIR="${SPEAKER_AGENT_COMPANION_DATA_DIR:-/var/lib/speaker-agent-companion}"');
-    expect(wrapper).toContain(`exec "${process.execPath}" "/opt/speaker-agent/bin/speaker-agent.js" "$@"`);
+    expect(wrapper).toContain(`node="${process.execPath}"`);
+    expect(wrapper).toContain('exec "$node" "/opt/speaker-agent/bin/speaker-agent.js" "$@"');
+    // regression (a review of years of upgrades): the Node pinned at install time gone (removed, another path),
+    // the command died with "exec: ...: not found", `doctor` with it; it says what to run and runs on the PATH's
+    // node (the wrapper as written, pointed at this checkout's CLI and at a Node that is not there)
+    const moved = path.join(fakeRoot, 'tmp-wrapper');
+    writeFileSync(moved, wrapper.replaceAll(process.execPath, '/nonexistent/bin/node').replaceAll('/opt/speaker-agent/bin/speaker-agent.js', path.join(ROOT, 'bin/speaker-agent.js')), { mode: 0o755 });
+    const w = spawnSync(moved, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` } });
+    expect(w.stderr).toContain('/nonexistent/bin/node, the Node this speaker was installed with, is gone');
+    expect(w.stderr).toContain('sudo scripts/install.sh');
+    expect(w.stderr).toContain(`running with ${process.execPath} meanwhile`);
+    expect(w.status).toBe(0);
+    expect(w.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    rmSync(moved);
 
     const config = JSON.parse(readFileSync(path.join(fakeRoot, 'etc/speaker-agent/config.json'), 'utf8')) as { server: { url: string } };
     expect(config.server.url).toBe(companion.url);
