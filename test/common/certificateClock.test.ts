@@ -16,19 +16,26 @@ afterAll(async () => {
   for (const c of made) c.remove();
 });
 
-/** An HTTPS server with a certificate valid from..to (days from now), its CA trusted by this process's agent. */
-async function tlsServer(fromDays: number, toDays: number): Promise<string> {
+/** An HTTPS server with a certificate valid from..to (days from now), and its CA. */
+async function tlsServer(fromDays: number, toDays: number): Promise<{ url: string; ca: string }> {
   const c = serverCertificate(fromDays, toDays);
   made.push(c);
-  https.globalAgent.options.ca = [...((https.globalAgent.options.ca as string[] | undefined) ?? []), c.ca];
   const s = https.createServer({ key: c.key, cert: c.cert }, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
   servers.push(s);
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  return `https://127.0.0.1:${(s.address() as { port: number }).port}`;
+  return { url: `https://127.0.0.1:${(s.address() as { port: number }).port}`, ca: c.ca };
 }
 
-async function sessionError(baseUrl: string): Promise<AgentError> {
-  const client = new ServiceClient({ baseUrl, credentials: { workspaceKey: 'ws-key', clientId: randomUUID(), clientSecret: 'S'.repeat(43) }, timeoutMs: 5_000 });
+/** The agent's client for that server, trusting its CA (on the client's own connection pool: what
+ *  NODE_EXTRA_CA_CERTS does for a whole process, which a test cannot set once it runs). */
+function clientOf(server: { url: string; ca: string }): ServiceClient {
+  const client = new ServiceClient({ baseUrl: server.url, credentials: { workspaceKey: 'ws-key', clientId: randomUUID(), clientSecret: 'S'.repeat(43) }, timeoutMs: 5_000 });
+  (client as unknown as { agents: Record<'https:', https.Agent> }).agents['https:'].options.ca = [server.ca];
+  return client;
+}
+
+async function sessionError(server: { url: string; ca: string }): Promise<AgentError> {
+  const client = clientOf(server);
   const err = await client.createSession().then(
     () => undefined,
     (e: unknown) => e,
@@ -54,9 +61,7 @@ describe('a certificate refused for this machine\'s time', () => {
   });
 
   it('a certificate valid now still answers (the CA is trusted: the failures above are the dates)', async () => {
-    const url = await tlsServer(-1, 30);
-    const client = new ServiceClient({ baseUrl: url, credentials: { workspaceKey: 'ws-key', clientId: randomUUID(), clientSecret: 'S'.repeat(43) }, timeoutMs: 5_000 });
-    const answer = await client.requestApp('GET', '/anything');
+    const answer = await clientOf(await tlsServer(-1, 30)).requestApp('GET', '/anything');
     expect(answer.status).toBe(200);
   });
 
