@@ -93,29 +93,44 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
     notifier.status(state === 'connected' ? `call connected to ${o.agent.snapshot().server}` : `call ${state}`);
   });
 
-  statusServer = await startStatusServer({
-    socketPath: o.statusSocket,
-    snapshot,
-    mode: 0o660,
-    // issue #16: the listening state stream (LEDs) and the buttons' commands
-    events: {
-      current: () => ({ ...o.agent.listeningStatus(), reason: 'current', previous: o.agent.listening.state, at: new Date().toISOString() }),
-      subscribe: (send) => {
-        o.agent.on('listening', send);
-        return () => o.agent.off('listening', send);
+  try {
+    statusServer = await startStatusServer({
+      socketPath: o.statusSocket,
+      snapshot,
+      mode: 0o660,
+      // issue #16: the listening state stream (LEDs) and the buttons' commands
+      events: {
+        current: () => ({ ...o.agent.listeningStatus(), reason: 'current', previous: o.agent.listening.state, at: new Date().toISOString() }),
+        subscribe: (send) => {
+          o.agent.on('listening', send);
+          return () => o.agent.off('listening', send);
+        },
       },
-    },
-    commands: {
-      listen: () => ({ ok: o.agent.listen(), listening: o.agent.listeningStatus() }),
-      stop: () => (o.agent.stopListening(), { ok: true, listening: o.agent.listeningStatus() }),
-      // applied even when mic.json cannot be written; `kept` says whether it survives a restart
-      micOff: async () => ({ ok: true, ...(await o.agent.setMicMuted(true)), listening: o.agent.listeningStatus() }),
-      micOn: async () => ({ ok: true, ...(await o.agent.setMicMuted(false)), listening: o.agent.listeningStatus() }),
-    },
-  });
-  // a `mic off` that found no socket yet wrote the file only: applied now that the socket answers
-  await o.agent.reloadMicMute();
-  await o.agent.start(); // opens the sound card: an AgentError('audio') here is a start failure
+      commands: {
+        listen: () => ({ ok: o.agent.listen(), listening: o.agent.listeningStatus() }),
+        stop: () => (o.agent.stopListening(), { ok: true, listening: o.agent.listeningStatus() }),
+        // applied even when mic.json cannot be written; `kept` says whether it survives a restart
+        micOff: async () => ({ ok: true, ...(await o.agent.setMicMuted(true)), listening: o.agent.listeningStatus() }),
+        micOn: async () => ({ ok: true, ...(await o.agent.setMicMuted(false)), listening: o.agent.listeningStatus() }),
+      },
+    });
+    // a `mic off` that found no socket yet wrote the file only: applied now that the socket answers
+    await o.agent.reloadMicMute();
+    await o.agent.start(); // opens the sound card: an AgentError('audio') here is a start failure
+  } catch (err) {
+    // A failed start is undone before the error goes up (the CLI may then wait before exiting, under systemd):
+    // a status socket left answering said "call: stopped" as if a daemon ran, a local companion kept its port,
+    // and our SIGTERM handler sent STOPPING=1 for a service that never started.
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    process.off('SIGHUP', onSignal);
+    await o.agent.stop().catch(() => undefined);
+    await statusServer?.close().catch(() => undefined);
+    await o.companion?.close().catch(() => undefined);
+    await o.onStopped?.().catch(() => undefined);
+    notifier.close();
+    throw err;
+  }
   const readyMs = performance.now() - t0;
   notifier.ready(`running; connecting to ${o.agent.snapshot().server}`);
   log.info({ readyMs: Math.round(readyMs), statusSocket: statusServer.socketPath, systemd: notifier.enabled }, 'agent running');

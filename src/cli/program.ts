@@ -4,7 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { projectVersion } from '../common/projectRoot.js';
 import { EXIT_CODES } from '../agent/errors.js';
 import { readyWasSent } from '../common/sdNotify.js';
-import { holdStartFailure, OTHER_START_FAILURE_HOLD_MS } from './startFailureHold.js';
+import { holdStartFailure, isServiceStart, OTHER_START_FAILURE_HOLD_MS } from './startFailureHold.js';
 import { reportError } from './output.js';
 import { writeOut } from './stdio.js';
 import { registerCompanion } from './commands/companion.js';
@@ -104,8 +104,8 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     // under systemd, a configuration the service cannot start with, or any other failure before it was running:
     // not a restart every 2 s (startFailureHold.ts). A failure after READY=1 restarts at once (2 s).
     const why = err instanceof Error ? err.message : String(err);
-    if (code === EXIT_CODES.config) await holdStartFailure(why, notifySocket);
-    else if (!readyWasSent()) await holdStartFailure(why, notifySocket, OTHER_START_FAILURE_HOLD_MS);
+    if (isServiceStart() && code === EXIT_CODES.config) await holdStartFailure(why, notifySocket);
+    else if (isServiceStart() && !readyWasSent()) await holdStartFailure(why, notifySocket, OTHER_START_FAILURE_HOLD_MS);
     return code;
   }
 }

@@ -75,24 +75,35 @@ export async function runAgent(o: RunOptions): Promise<number> {
     settings = { ...settings, server: { ...settings.server, url: companion.url, workspaceKey: companion.workspaceKey } };
     print(`server    no server configured: started a local companion server at ${companion.url} (workspace "${companion.workspaceName}")`);
   }
-  requireServerSettings(settings);
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  let agent: SpeakerAgent;
+  let mixer: Awaited<ReturnType<typeof wireDevice>>['mixer'];
+  try {
+    requireServerSettings(settings);
 
-  // 3. identity: created on first run against the local companion; otherwise `enroll` must have run
-  const identity = companion ? (await ensureIdentity(loaded.stateDir)).identity : (await loadIdentity(loaded.stateDir)).identity;
-  print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
+    // 3. identity: created on first run against the local companion; otherwise `enroll` must have run
+    const identity = companion ? (await ensureIdentity(loaded.stateDir)).identity : (await loadIdentity(loaded.stateDir)).identity;
+    print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
 
-  const { client, mixer, audio, transportFactory } = await wireDevice(settings, identity);
-  const agent = new SpeakerAgent({ settings, identity, client, audio, mixer, transportFactory, logger, micStateFile: micStatePath(loaded.stateDir) });
-  if (human) attachConversationPrinter(agent, print);
+    const wired = await wireDevice(settings, identity);
+    mixer = wired.mixer;
+    agent = new SpeakerAgent({ settings, identity, client: wired.client, audio: wired.audio, mixer, transportFactory: wired.transportFactory, logger, micStateFile: micStatePath(loaded.stateDir) });
+    if (human) attachConversationPrinter(agent, print);
 
-  const daemon = await startDaemon({
-    agent,
-    logger,
-    version,
-    statusSocket: statusSocketCandidates(loaded.stateDir)[0],
-    companion,
-    audio: audioKind,
-  });
+    daemon = await startDaemon({
+      agent,
+      logger,
+      version,
+      statusSocket: statusSocketCandidates(loaded.stateDir)[0],
+      companion,
+      audio: audioKind,
+    });
+  } catch (err) {
+    // a start that fails here may be held before the exit (under systemd): the local companion must not keep
+    // serving and holding its port meanwhile (startDaemon closes it too; a second close does nothing)
+    await companion?.close().catch(() => undefined);
+    throw err;
+  }
 
   if (o.demo) {
     runDemo(agent, { print, timeoutMs: o.demoTimeout * 1000 }).then(

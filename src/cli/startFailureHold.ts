@@ -12,13 +12,33 @@ export const START_FAILURE_HOLD_MS = 60_000;
  *  taken, a full disk under the companion's database) held nothing and restarted every 2 s forever too. It may
  *  also mend itself (a port freed), so a shorter hold: about 2,900 starts a day at most, not 43,000. */
 export const OTHER_START_FAILURE_HOLD_MS = 30_000;
+/** The hold when systemd cannot be told to extend its start timeout (TimeoutStartSec=30 in the agent's unit). */
+const UNTOLD_HOLD_MS = 20_000;
+
+let serviceStarting = false;
+/** Called by the commands a unit starts (`run`, `companion`): only their failures are held. Any other command run
+ *  where NOTIFY_SOCKET is set (a script of a Type=notify unit, a container run with --sdnotify) exits at once. */
+export function markServiceStart(): void {
+  serviceStarting = true;
+}
+export function isServiceStart(): boolean {
+  return serviceStarting;
+}
 
 /** Resolves after holdMs; at once when not under systemd. `notifySocket`: $NOTIFY_SOCKET as the process started
  *  (the daemon's notifier removes it from the environment). SIGTERM / SIGINT end the wait by that signal, so
  *  `systemctl stop` neither waits nor records a failure. */
 export async function holdStartFailure(why: string, notifySocket: string | undefined, holdMs = START_FAILURE_HOLD_MS): Promise<void> {
   if (!notifySocket) return;
-  const notifier = createSdNotifier({ NOTIFY_SOCKET: notifySocket });
+  let notifier: ReturnType<typeof createSdNotifier>;
+  try {
+    notifier = createSdNotifier({ NOTIFY_SOCKET: notifySocket });
+  } catch {
+    // systemd cannot be told (the speaker-sys addon does not load, an unusable NOTIFY_SOCKET): still not a restart
+    // every 2 s, but within the unit's start timeout (30 s), which systemd would otherwise end with a kill
+    notifier = { notify: () => false, status: () => false, close: () => undefined } as unknown as ReturnType<typeof createSdNotifier>;
+    holdMs = Math.min(holdMs, UNTOLD_HOLD_MS);
+  }
   notifier.notify(`EXTEND_TIMEOUT_USEC=${(holdMs + 10_000) * 1000}`);
   notifier.status(`not started, retrying in ${holdMs / 1000} s: ${why.split('\n')[0]}`);
   const signal = await new Promise<NodeJS.Signals | undefined>((resolve) => {

@@ -9,6 +9,7 @@ import { createSdNotifier, startWatchdog } from '../../common/sdNotify.js';
 import { emit, printLine, table } from '../output.js';
 import { stdoutFd } from '../stdio.js';
 import { numberIn } from '../numberOption.js';
+import { markServiceStart } from '../startFailureHold.js';
 
 interface DataDirOpt {
   dataDir?: string;
@@ -68,6 +69,7 @@ Examples:
       .option('--host <addr>', 'listen address (default 127.0.0.1; 0.0.0.0 for the LAN)')
       .option('--port <n>', 'listen port (default 8787; 0 = any free port)', numberIn(0, 65_535, { integer: true })),
   ).action(async (o: DataDirOpt & { host?: string; port?: number }) => {
+    markServiceStart(); // a failure before it serves is held under systemd (startFailureHold.ts)
     const m = await companionModules();
     const { startCompanionServer } = await import('../../companion/server.js');
     const settings = m.loadCompanionSettings({ ...(o.host ? { host: o.host } : {}), ...(o.port !== undefined ? { port: o.port } : {}), ...(o.dataDir ? { dataDir: o.dataDir } : {}) });

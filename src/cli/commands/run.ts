@@ -4,6 +4,7 @@
 // The implementation (src/cli/runAgent.ts) is loaded only when the command runs: WebRTC is heavy to import.
 import { Option, type Command } from 'commander';
 import { numberIn } from '../numberOption.js';
+import { markServiceStart } from '../startFailureHold.js';
 import type { RunOptions } from '../runAgent.js';
 
 export function registerRun(program: Command): void {
@@ -30,6 +31,7 @@ Examples:
   systemctl start speaker-agent        # how an installed speaker runs it`,
     )
     .action(async (o: RunOptions) => {
+      markServiceStart(); // a failure before it runs is held under systemd (startFailureHold.ts)
       const { runAgent } = await import('../runAgent.js');
       const code = await runAgent(o);
       // The call, the devices, the status socket and any local companion are closed by now. A handle some
