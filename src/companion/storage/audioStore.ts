@@ -36,9 +36,14 @@ export class AudioStore {
     return path.join(this.tmpDir, `${Date.now()}-${randomBytes(6).toString('hex')}${suffix}`);
   }
 
+  /** tts/ outputs this process wrote, by performance.now(): the sweep spares them by this clock, whatever their
+   *  mtime says after the wall clock stepped */
+  private readonly madeAt = new Map<string, number>();
+
   /** Moves a finished temp file under its final name (same filesystem: an atomic rename). */
   async commit(tempFile: string, rel: string): Promise<void> {
     await fs.rename(tempFile, this.absPath(rel));
+    if (rel.startsWith('tts/')) this.madeAt.set(path.basename(rel), performance.now());
   }
 
   async remove(rel: string | null | undefined): Promise<void> {
@@ -49,12 +54,16 @@ export class AudioStore {
 
   /** Deletes tts/ outputs older than maxAgeMs, and those stamped more than maxAgeMs ahead: written while the wall
    *  clock ran ahead (a bad time server, a board's clock set wrong), they were kept until that date came, months
-   *  on an SD card. Returns how many. */
+   *  on an SD card. What this process wrote within maxAgeMs (its own clock) stays, whatever its stamp: a file
+   *  written just before NTP stepped the clock back is still being fetched. Returns how many. */
   sweepTts(maxAgeMs: number): number {
     const dir = path.join(this.root, 'tts');
     const now = Date.now();
+    const mono = performance.now();
+    for (const [name, at] of this.madeAt) if (mono - at > maxAgeMs) this.madeAt.delete(name);
     let n = 0;
     for (const name of safeReaddir(dir)) {
+      if (this.madeAt.has(name)) continue;
       const p = path.join(dir, name);
       try {
         if (Math.abs(now - statSync(p).mtimeMs) > maxAgeMs) {

@@ -39,4 +39,16 @@ describe('AudioStore.sweepTts', () => {
     expect(existsSync(ahead)).toBe(false);
     expect(existsSync(slightlyAhead)).toBe(true);
   });
+
+  it('regression (a review): an output this process wrote just before the wall clock stepped back (its stamp now ahead) was swept while its URL was still being fetched; what it wrote within the limit stays', async () => {
+    const { store } = storeWith([Date.now(), Date.now()]);
+    const rel = store.newRelPath('tts', 'mp3');
+    const temp = store.tempPath('.mp3');
+    writeFileSync(temp, 'x');
+    await store.commit(temp, rel);
+    const inThreeMonths = (Date.now() + 90 * 86_400_000) / 1000; // its stamp, seen from the corrected clock
+    utimesSync(store.absPath(rel), inThreeMonths, inThreeMonths);
+    expect(store.sweepTts(3_600_000)).toBe(0);
+    expect(existsSync(store.absPath(rel))).toBe(true);
+  });
 });
