@@ -285,7 +285,7 @@ node="$NODE"
 # (doctor among them) with the node on the PATH, whose addons then say what to run if they do not load
 if [ ! -x "\$node" ]; then
   echo "speaker-agent: $NODE, the Node this speaker was installed with, is gone: the service cannot start either. Run 'sudo scripts/install.sh' again from the checkout." >&2
-  node=\$(command -v node) || exit 127
+  node=\$(command -v node) || { echo "speaker-agent: and there is no node on the PATH (\$PATH)" >&2; exit 127; }
   echo "speaker-agent: running with \$node meanwhile" >&2
 fi
 exec "\$node" "$PREFIX/bin/speaker-agent.js" "\$@"

@@ -89,11 +89,12 @@ export class ServiceClient {
   private clientKey: string | undefined;
   /** openai-realtime: the call id the service named in Location (status shows it) */
   lastCallId: string | undefined;
-  /** Its own connection pools (as node's global ones: keep-alive, idle sockets closed after 5 s), so that
-   *  dropIdleConnections closes only this client's. */
+  /** Its own connection pools, so that dropIdleConnections closes only this client's: made from node's global
+   *  ones' options (keep-alive, idle sockets closed after 5 s, and from Node 24 the proxy of NODE_USE_ENV_PROXY,
+   *  which node gives its global pools only). */
   private readonly agents = {
-    'http:': new http.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' }),
-    'https:': new https.Agent({ keepAlive: true, timeout: 5_000, scheduling: 'lifo' }),
+    'http:': new http.Agent({ ...(http.globalAgent as unknown as { options: https.AgentOptions }).options, keepAlive: true, timeout: 5_000, scheduling: 'lifo' }),
+    'https:': new https.Agent({ ...https.globalAgent.options, keepAlive: true, timeout: 5_000, scheduling: 'lifo' }),
   };
 
   constructor(o: ServiceClientOptions) {

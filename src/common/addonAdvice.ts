@@ -15,8 +15,13 @@ export function rebuildAdvice(root = projectRoot()): string {
     : 'run `bash scripts/setup.sh` in this checkout (it rebuilds the addons for this Node; needs portaudio19-dev, python3, make, g++)';
 }
 
-/** An addon's load failure in words: which one, this Node, node's first line, and what to run. */
+/** An addon's load failure in words: which one, this Node, node's first line (and the ABI it was built for, which
+ *  node says on a later line), and what to run. */
 export function addonLoadProblem(addon: string, err: unknown): string {
-  const first = String((err as Error)?.message ?? err).split('\n')[0];
-  return `the ${addon} addon does not load in Node ${process.versions.node} (ABI ${process.versions.modules}): ${first}. ${rebuildAdvice()}`;
+  const message = String((err as Error)?.message ?? err);
+  const first = message.split('\n')[0]!.replace(/[.\s]+$/, '');
+  const builtFor = /NODE_MODULE_VERSION (\d+)/.exec(message)?.[1];
+  const abi = builtFor && builtFor !== process.versions.modules ? ` (built for ABI ${builtFor})` : '';
+  const advice = rebuildAdvice();
+  return `the ${addon} addon does not load in Node ${process.versions.node} (ABI ${process.versions.modules}): ${first}${abi}. ${advice[0]!.toUpperCase()}${advice.slice(1)}`;
 }

@@ -1,7 +1,9 @@
 // ServiceClient against real HTTP servers: the test peer (spec's realtime routes) and small servers for the
 // answers the peer never gives (500, REST errors, garbage).
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../../src/agent/errors.js';
 import { ServiceClient } from '../../src/agent/serviceClient.js';
@@ -377,4 +379,35 @@ describe('ServiceClient', () => {
     expect(e.message).not.toContain('secret-signature');
     server!.closeAllConnections();
   });
+});
+
+// Node 24 and later route node's global connection pools through HTTP_PROXY when NODE_USE_ENV_PROXY is set; the
+// client's own pools (dropIdleConnections) must too. A child process, since the variable is read at start; the
+// proxy is a real HTTP server here that answers in the service's place. Skipped on Node 20 and 22 (no such
+// feature there): CI's Node 26 run runs it.
+describe.skipIf(Number(process.versions.node.split('.')[0]) < 24)('behind a proxy (NODE_USE_ENV_PROXY)', () => {
+  it('regression (a review): the client\'s own pools bypassed the proxy node set up for its global ones', async () => {
+    const seen: string[] = [];
+    const proxy = http.createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'sess_via_proxy', iceServers: [] }));
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    try {
+      const script = `
+        import { ServiceClient } from ${JSON.stringify(path.join(import.meta.dirname, '../../src/agent/serviceClient.ts'))};
+        const c = new ServiceClient({ baseUrl: 'http://speaker-service.invalid', credentials: { workspaceKey: 'k', clientId: '${randomUUID()}', clientSecret: '${'S'.repeat(43)}' } });
+        console.log(JSON.stringify(await c.createSession()));`;
+      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, NODE_USE_ENV_PROXY: '1', HTTP_PROXY: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, NO_PROXY: '' },
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toMatchObject({ id: 'sess_via_proxy' });
+      expect(seen).toEqual(['POST http://speaker-service.invalid/v1/realtime/sessions']);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
+  }, 60_000);
 });

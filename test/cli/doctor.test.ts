@@ -186,6 +186,23 @@ describe('doctor and a clock months behind', () => {
       cert.remove();
     }
   }, 120_000);
+
+  it('an expired certificate (a clock run ahead, or a renewal that failed): the clock only warns, and the fix names both', async () => {
+    const cert = serverCertificate(-800, -400);
+    const server = https.createServer({ key: cert.key, cert: cert.cert }, (_req, res) => res.end('{}'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const r = await doctor({ ...dev.env, SPEAKER_AGENT_SERVER_URL: url, NODE_EXTRA_CA_CERTS: cert.caFile });
+      expect(r.checks['server reachable']).toMatchObject({ status: 'fail' });
+      expect(r.checks['server reachable']!.fix).toMatch(/timedatectl set-ntp true.*renew it on the server/);
+      expect(r.checks.clock).toMatchObject({ status: 'warn' });
+      expect(r.checks.clock!.detail).toMatch(/the server's certificate is expired by it \(is this time right\?\)/);
+    } finally {
+      await new Promise((r) => server.close(r));
+      cert.remove();
+    }
+  }, 120_000);
 });
 
 // as root only (CI is): a private mount namespace shows the CLI another prebuild folder name

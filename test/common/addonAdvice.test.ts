@@ -22,10 +22,11 @@ describe('rebuildAdvice / addonLoadProblem', () => {
   });
 
   it('names the addon, this Node and its ABI, and node\'s first line only', () => {
-    const err = new Error("The module '/x/opus.node'\nwas compiled against a different Node.js version using\nNODE_MODULE_VERSION 115.");
+    const err = new Error("The module '/x/opus.node'\nwas compiled against a different Node.js version using\nNODE_MODULE_VERSION 9999. This version of Node.js requires\nNODE_MODULE_VERSION 115. Please try re-compiling");
     const p = addonLoadProblem('Opus', err);
-    expect(p).toContain(`the Opus addon does not load in Node ${process.versions.node} (ABI ${process.versions.modules}): The module '/x/opus.node'.`);
-    expect(p).not.toContain('NODE_MODULE_VERSION 115');
-    expect(p).toMatch(/scripts\/(setup|install)\.sh/);
+    expect(p).toContain(`the Opus addon does not load in Node ${process.versions.node} (ABI ${process.versions.modules}): The module '/x/opus.node' (built for ABI 9999).`);
+    expect(p).not.toContain('re-compiling');
+    expect(p).toMatch(/\. (Run `bash scripts\/setup\.sh`|This is the installed speaker)/); // a sentence of its own
+    expect(addonLoadProblem('speaker-sys', new Error("Cannot find module 'speaker-sys'"))).toContain(": Cannot find module 'speaker-sys'. ");
   });
 });

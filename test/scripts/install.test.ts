@@ -181,6 +181,9 @@ describe('scripts/install.sh in a fake root', () => {
     expect(w.stderr).toContain(`running with ${process.execPath} meanwhile`);
     expect(w.status).toBe(0);
     expect(w.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const none = spawnSync(moved, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: '/nonexistent' } }); // no node anywhere
+    expect(none.status).toBe(127);
+    expect(none.stderr).toContain('and there is no node on the PATH (/nonexistent)');
     rmSync(moved);
 
     const config = JSON.parse(readFileSync(path.join(fakeRoot, 'etc/speaker-agent/config.json'), 'utf8')) as { server: { url: string } };

@@ -9,6 +9,8 @@ export interface SctpInternals {
   flush: { event: { stack: unknown[] } };
   /** the retransmission timeout, s */
   rto: number;
+  /** bytes sent and not yet acknowledged (0: every message's SACK came) */
+  flightSize: number;
 }
 
 export interface DataChannelPair {

@@ -34,7 +34,7 @@ describe('werift SCTP across a wall-clock step (patched)', () => {
     channel.send('in flight');
     vi.spyOn(Date, 'now').mockImplementation(() => realNow() + stepMs);
     await waitUntil(() => received.includes('in flight'), 5_000, 'the message');
-    await sleep(200); // its SACK
+    await waitUntil(() => sctp.flightSize === 0, 5_000, 'its SACK'); // the round trip is measured on it
     expect(sctp.rto).toBe(1);
     channel.send('after');
     await waitUntil(() => received.includes('after'), 5_000, 'the next message');
