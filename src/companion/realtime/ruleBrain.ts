@@ -2,6 +2,7 @@
 // these phrasings reliable), each answered briefly; anything else gets a short honest answer.
 import type { FunctionOutput } from '../../protocol/functions.js';
 import { spokenNumberToInt } from '../speech/commandGrammar.js';
+import { followSystemTimeZone } from './systemTimeZone.js';
 import { ASSISTANT_TOOLS, type Brain, type BrainInput, type BrainReply, type FunctionRequest, type FunctionResultInput } from './brain.js';
 
 export interface StoryInfo {
@@ -69,7 +70,7 @@ export function clientToolReply(output: string): string {
 export class RuleBrain implements Brain {
   constructor(
     private readonly stories: StoryCatalog,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => (followSystemTimeZone(), new Date()),
   ) {}
 
   async respond(input: BrainInput): Promise<BrainReply> {
