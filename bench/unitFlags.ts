@@ -4,11 +4,11 @@ import path from 'node:path';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-/** Flags between `ExecStart=/usr/bin/node` and `/opt/speaker-agent/bin/speaker-agent.js <command>` in systemd/<unit>
+/** Flags between `ExecStart=.../launch-node.sh /usr/bin/node` and `-- /opt/speaker-agent/bin/speaker-agent.js <command>` in systemd/<unit>
  *  (the command's own options after it, `run --virtual-audio never`, are the CLI's, not node's). */
 export function unitNodeFlags(unit: 'speaker-agent.service' | 'speaker-agent-companion.service', command: 'run' | 'companion'): string[] {
   const text = readFileSync(path.join(ROOT, 'systemd', unit), 'utf8');
-  const exec = new RegExp(`^ExecStart=\\S+ (.*?) ?/opt/speaker-agent/bin/speaker-agent\\.js ${command}(?: .*)?$`, 'm').exec(text);
+  const exec = new RegExp(`^ExecStart=/opt/speaker-agent/bin/launch-node\\.sh \\S+ (.*?) ?-- /opt/speaker-agent/bin/speaker-agent\\.js ${command}(?: .*)?$`, 'm').exec(text);
   if (!exec) throw new Error(`systemd/${unit}: no ExecStart running speaker-agent.js ${command}`);
   return exec[1] ? exec[1].split(/\s+/) : [];
 }

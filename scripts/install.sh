@@ -280,15 +280,9 @@ export STATE_DIRECTORY="\${STATE_DIRECTORY:-$STATE_DIR}"
 # the companion's own data (its unit's StateDirectory): without it, STATE_DIRECTORY above would make
 # \`speaker-agent companion client reset\` work on a new database in the agent's directory
 export SPEAKER_AGENT_COMPANION_DATA_DIR="\${SPEAKER_AGENT_COMPANION_DATA_DIR:-$COMPANION_STATE_DIR}"
-node="$NODE"
-# the Node pinned at install time may be gone (removed, or upgraded to another path): say so, and still run
-# (doctor among them) with the node on the PATH, whose addons then say what to run if they do not load
-if [ ! -x "\$node" ]; then
-  echo "speaker-agent: $NODE, the Node this speaker was installed with, is gone: the service cannot start either. Run 'sudo scripts/install.sh' again from the checkout." >&2
-  node=\$(command -v node) || { echo "speaker-agent: and there is no node on the PATH (\$PATH)" >&2; exit 127; }
-  echo "speaker-agent: running with \$node meanwhile" >&2
-fi
-exec "\$node" "$PREFIX/bin/speaker-agent.js" "\$@"
+# launch-node.sh, as the units do: the Node pinned at install time may be gone (removed, or upgraded to another
+# path); it says so and still runs (doctor among them) with the node on the PATH
+exec "$PREFIX/bin/launch-node.sh" "$NODE" -- "$PREFIX/bin/speaker-agent.js" "\$@"
 WRAP
 [ -n "$(sync_file "$tmpwrap" "$(R /usr/local/bin/speaker-agent)" 755)" ] && CHANGED=1
 

@@ -157,7 +157,8 @@ describe('scripts/install.sh in a fake root', () => {
     expect(calls).toEqual(expect.arrayContaining(['systemctl daemon-reload', 'systemctl enable --quiet speaker-agent.service', 'systemctl start speaker-agent.service']));
 
     const unit = readFileSync(path.join(fakeRoot, 'etc/systemd/system/speaker-agent.service'), 'utf8');
-    expect(unit).toMatch(new RegExp(`^ExecStart=${process.execPath} .*/opt/speaker-agent/bin/speaker-agent\\.js run --virtual-audio never$`, 'm'));
+    expect(unit).toMatch(new RegExp(`^ExecStart=/opt/speaker-agent/bin/launch-node\\.sh ${process.execPath} .*-- /opt/speaker-agent/bin/speaker-agent\\.js run --virtual-audio never$`, 'm'));
+    expect(statSync(path.join(fakeRoot, 'opt/speaker-agent/bin/launch-node.sh')).mode & 0o777).toBe(0o755);
     expect(existsSync(path.join(fakeRoot, 'opt/speaker-agent/dist/speaker-agent.js'))).toBe(true);
     // ONNX Runtime's libraries: this board's only (the package ships win32, darwin and both linux ones)
     const ortBin = path.join(fakeRoot, 'opt/speaker-agent/node_modules/onnxruntime-node/bin/napi-v6');
@@ -168,13 +169,12 @@ describe('scripts/install.sh in a fake root', () => {
     expect(wrapper).toContain('CONFIGURATION_DIRECTORY="${CONFIGURATION_DIRECTORY:-/etc/speaker-agent}"');
     // regression: STATE_DIRECTORY alone sent `sudo speaker-agent companion ...` to a new database in the agent's directory
     expect(wrapper).toContain('SPEAKER_AGENT_COMPANION_DATA_DIR="${SPEAKER_AGENT_COMPANION_DATA_DIR:-/var/lib/speaker-agent-companion}"');
-    expect(wrapper).toContain(`node="${process.execPath}"`);
-    expect(wrapper).toContain('exec "$node" "/opt/speaker-agent/bin/speaker-agent.js" "$@"');
+    expect(wrapper).toContain(`exec "/opt/speaker-agent/bin/launch-node.sh" "${process.execPath}" -- "/opt/speaker-agent/bin/speaker-agent.js" "$@"`);
     // regression (a review of years of upgrades): the Node pinned at install time gone (removed, another path),
     // the command died with "exec: ...: not found", `doctor` with it; it says what to run and runs on the PATH's
     // node (the wrapper as written, pointed at this checkout's CLI and at a Node that is not there)
     const moved = path.join(fakeRoot, 'tmp-wrapper');
-    writeFileSync(moved, wrapper.replaceAll(process.execPath, '/nonexistent/bin/node').replaceAll('/opt/speaker-agent/bin/speaker-agent.js', path.join(ROOT, 'bin/speaker-agent.js')), { mode: 0o755 });
+    writeFileSync(moved, wrapper.replaceAll(process.execPath, '/nonexistent/bin/node').replaceAll('/opt/speaker-agent/bin/', path.join(ROOT, 'bin/')), { mode: 0o755 });
     const w = spawnSync(moved, ['--version'], { encoding: 'utf8', env: { ...process.env, PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` } });
     expect(w.stderr).toContain('/nonexistent/bin/node, the Node this speaker was installed with, is gone');
     expect(w.stderr).toContain('sudo scripts/install.sh');

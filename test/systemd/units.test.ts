@@ -2,7 +2,7 @@
 // verify checks that ExecStart's binary exists, so each unit is verified from a temp copy whose
 // /usr/bin/node and /opt/speaker-agent are replaced by this machine's node and this checkout (install.sh does
 // the same rewrite when node lives elsewhere).
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -108,6 +108,24 @@ describe('systemd units', () => {
     expect(unitNodeFlags('speaker-agent.service', 'run')).toEqual(['--max-semi-space-size=1', '--no-sparkplug']);
     expect(unitNodeFlags('speaker-agent-companion.service', 'companion')).toEqual([]);
   });
+
+  // the ExecStart lines as written, paths rewritten as install.sh does, with the CLI's --version for the command
+  for (const [unit, command] of [['speaker-agent.service', 'run'], ['speaker-agent-companion.service', 'companion']] as const) {
+    it(`${unit}: ExecStart starts node through bin/launch-node.sh, also with a Node that refuses a flag`, () => {
+      const line = directives(unit).get('ExecStart')![0].replaceAll('/usr/bin/node', process.execPath).replaceAll('/opt/speaker-agent', root);
+      const argv = line.split(' ');
+      const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+      const script = argv.indexOf(path.join(root, 'bin/speaker-agent.js'));
+      expect(argv[script + 1]).toBe(command);
+      const asWritten = spawnSync(argv[0], [...argv.slice(1, script + 1), '--version'], { encoding: 'utf8' });
+      expect(asWritten.stderr).toBe('');
+      expect(asWritten.stdout.trim()).toBe(version);
+      const dash = argv.indexOf('--');
+      const refused = spawnSync(argv[0], [...argv.slice(1, dash), '--no-flag-this-node-knows', ...argv.slice(dash, script + 1), '--version'], { encoding: 'utf8' });
+      expect(refused.stdout.trim()).toBe(version);
+      expect(refused.stderr).toContain('refuses the option --no-flag-this-node-knows');
+    });
+  }
 
   it('verify does flag a broken unit (the check above can fail)', async () => {
     const r = await verify(localCopy('speaker-agent.service', 'NoSuchDirective=1\n'));
