@@ -306,6 +306,35 @@ export const PATCHES = [
       '  }\n' +
       '  return turn;\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'TURN channel refreshes on the monotonic clock: werift stamps when a TURN channel is next due for its ' +
+      'ChannelBind refresh (every 500 s; the server forgets a channel 600 s after its last bind) in wall-clock ' +
+      'seconds. A board without a real-time clock steps its wall clock when NTP syncs; a step back of more than ' +
+      '100 s postponed the refresh by the step, the relay dropped the channel, and a call that only TURN could ' +
+      'carry went silent and was ended by the liveness check (test/vendor/weriftTurnClockStep.test.ts, against ' +
+      'coturn). The check on the send path, with the other two below.',
+    from: '    const cached = this.channelByAddr[key];\n    const now = int(Date.now() / 1e3);\n',
+    to:
+      '    const cached = this.channelByAddr[key];\n' +
+      '    const now = int(performance.now() / 1e3); // speaker-agent patch: TURN channel refreshes on the monotonic clock\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'TURN channel refreshes on the monotonic clock: the check before a bind (see the send path\'s above).',
+    from: '    const key = channelKey(addr);\n    const now = int(Date.now() / 1e3);\n    let channel = this.channelByAddr[key];\n',
+    to:
+      '    const key = channelKey(addr);\n' +
+      '    const now = int(performance.now() / 1e3); // speaker-agent patch: TURN channel refreshes on the monotonic clock\n' +
+      '    let channel = this.channelByAddr[key];\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'TURN channel refreshes on the monotonic clock: when the next refresh is due (see the send path\'s above).',
+    from: '      channel.refreshAt = int(Date.now() / 1e3) + this.channelRefreshTime;\n',
+    to: '      channel.refreshAt = int(performance.now() / 1e3) + this.channelRefreshTime; // speaker-agent patch: TURN channel refreshes on the monotonic clock\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

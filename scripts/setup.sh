@@ -2,7 +2,7 @@
 # Sets up a fresh Debian / Raspberry Pi OS machine (bookworm, trixie; arm64, armhf, x86-64) to build and run the
 # project from this checkout: Debian packages, `npm ci` (native addons build from source), `npm run build`.
 #   scripts/setup.sh          what the agent and the companion server need
-#   scripts/setup.sh --dev    also what the tests and benchmarks need (Chromium, flite, sox, systemd-analyze)
+#   scripts/setup.sh --dev    also what the tests and benchmarks need (Chromium, flite, sox, systemd-analyze, coturn)
 # Idempotent. Downloads only from Debian and the npm registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,8 @@ PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev
       python3 make g++ ca-certificates libatomic1)
 # libatomic1: the official Node builds for armv7l (armhf) need it; a fresh Debian armhf lacks it
 # "a|b": names that differ between releases or derivatives, picked by what apt offers (scripts/debian-packages.sh).
-DEV_PKGS=("chromium|chromium-browser" sox espeak-ng systemd iproute2 procps wrk)
+# coturn: the TURN relay of the relayed-call tests (test/support/turnServer.ts runs it in the foreground).
+DEV_PKGS=("chromium|chromium-browser" sox espeak-ng systemd iproute2 procps wrk coturn)
 [ "$DEV" = 1 ] && PKGS+=("${DEV_PKGS[@]}")
 
 SUDO=""
@@ -36,6 +37,12 @@ SUDO=""
 
 . scripts/debian-packages.sh
 mapfile -t unmet < <(deb_unmet "${PKGS[@]}")
+# coturn's package enables and starts a system TURN server on install, one that relays for anybody on the network
+# until it is configured: masked first, so the tests' own foreground coturn is the only one (a coturn this
+# machine already had is left as it is). The link is what `systemctl mask` makes; systemd may not be installed yet.
+if printf '%s\n' "${unmet[@]}" | grep -qx coturn; then
+  $SUDO mkdir -p /etc/systemd/system && $SUDO ln -sfn /dev/null /etc/systemd/system/coturn.service
+fi
 if [ ${#unmet[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   mapfile -t missing < <(deb_pick "${unmet[@]}")

@@ -14,7 +14,7 @@ import { DefaultReconnectPolicy, type ReconnectPolicy } from './reconnectPolicy.
 import { serviceClient, webrtcTransportOptions } from './device.js';
 import type { ServiceClient } from './serviceClient.js';
 import type { Settings } from './settings.js';
-import type { TransportFactory } from './transport/transportLayer.js';
+import type { CallRoute, TransportFactory } from './transport/transportLayer.js';
 import { ListeningStateMachine, type ListeningChange, type ListeningMode, type ListeningState, type ServiceSignal } from './listening.js';
 import { EarconPlayer, loadEarcons, type EarconName } from './audio/earcons.js';
 import { readMicMuted, writeMicMuted } from './micMute.js';
@@ -48,6 +48,9 @@ export interface AgentStatus {
   /** how long the call has been up, on the monotonic clock: connectedSince is the wall clock's, which a board
    *  without a real-time clock steps when NTP syncs (a call then showed "up 2160h") */
   connectedForMs?: number | null;
+  /** the connected call's packets: straight to the service, or through its TURN relay (an extra hop; the relay's
+   *  operator carries the encrypted media); null while not connected */
+  route?: CallRoute | null;
   /** calls re-created after the first one */
   reconnects: number;
   /** agoMs: on the monotonic clock (see connectedForMs) */
@@ -286,6 +289,7 @@ export class SpeakerAgent extends EventEmitter {
       callId: this.status.callId,
       connectedSince: this.status.connectedSince,
       connectedForMs: this.status.connectedSince ? Math.round(performance.now() - this.monoAt.connected) : null,
+      route: this.state === 'connected' ? (this.call?.route ?? null) : null,
       reconnects: this.status.reconnects,
       lastError: this.status.lastError && { ...this.status.lastError, agoMs: Math.round(performance.now() - this.monoAt.lastError) },
       lastTranscripts: [...this.transcripts],
@@ -581,7 +585,7 @@ export class SpeakerAgent extends EventEmitter {
         this.audio?.setSink((opus, samples) => call.sendAudio(opus, samples));
         this.setState('connected');
         this.listening.setCallUp(true);
-        this.log.info({ callId: call.sessionId, reconnects: this.status.reconnects }, 'call connected');
+        this.log.info({ callId: call.sessionId, route: call.route, reconnects: this.status.reconnects }, 'call connected');
         this.emit('connected', { callId: call.sessionId ?? '' });
         reason = await call.ended;
       } catch (err) {

@@ -9,7 +9,7 @@ import { AgentError, toAgentError } from './errors.js';
 import { LivenessWatchdog } from './liveness.js';
 import type { Mixer } from './mixer/mixer.js';
 import type { ServiceClient } from './serviceClient.js';
-import type { InboundRtp, TransportLayer } from './transport/transportLayer.js';
+import type { CallRoute, InboundRtp, TransportLayer } from './transport/transportLayer.js';
 
 export type TranscriptRole = 'user' | 'assistant';
 
@@ -134,6 +134,11 @@ export class Call {
   /** consent checks the liveness watchdog made and how many were answered */
   get liveness(): { probes: number; answered: number } {
     return this.watchdog.stats;
+  }
+
+  /** direct, or through a TURN relay; null while not up or where the transport cannot tell */
+  get route(): CallRoute | null {
+    return (this.up && this.o.transport.route?.()) || null;
   }
 
   sendAudio(opus: Buffer, samples: number): void {

@@ -34,6 +34,7 @@ interface Status {
   server: string;
   pid: number;
   watchdogPings: number;
+  route: string | null;
 }
 
 async function statusOf(env: NodeJS.ProcessEnv): Promise<Status | undefined> {
@@ -62,6 +63,7 @@ describe('speaker-agent run (daemon)', () => {
       expect(st!.pid).toBe(child.pid);
       expect(st!.server).toBe(companion.url);
       expect(st!.watchdogPings).toBeGreaterThan(0);
+      expect(st!.route).toBe('direct'); // the companion on this machine: no relay
       const enrolled = json<{ clientId: string; secretFingerprint: string }>(await runCli(['enroll', '--check', '--json'], dev.env));
       expect(st!.clientId).toBe(enrolled.clientId);
       expect(st!.secretFingerprint).toBe(enrolled.secretFingerprint);
@@ -85,7 +87,7 @@ describe('speaker-agent run (daemon)', () => {
 
       // journald gets JSON lines only (native printf output is kept off stdout)
       for (const line of stdout.trim().split('\n')) expect(() => JSON.parse(line), line).not.toThrow();
-      expect(stdout).toContain('"msg":"call connected"');
+      expect(stdout).toMatch(/"route":"direct"[^\n]*"msg":"call connected"/);
 
       const endedBefore = companion.logs.filter((l) => l.msg === 'call ended').length;
       child.kill('SIGTERM');

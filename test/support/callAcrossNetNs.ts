@@ -11,7 +11,7 @@ import { parseSettings } from '../../src/agent/settings.js';
 import { silentLogger } from '../../src/common/logger.js';
 import { waitUntil } from './audioCapture.js';
 import type { NetNs } from './netns.js';
-import { TestAssistantPeerProcess } from './testAssistantPeer.js';
+import { TestAssistantPeerProcess, type TestPeerOptions } from './testAssistantPeer.js';
 import { VIRTUAL } from './virtualAudio.js';
 
 export interface CallAcrossNetNs {
@@ -22,16 +22,23 @@ export interface CallAcrossNetNs {
 /** Starts the peer in `ns` and an agent with a fresh identity against it (2 s request timeout, so attempts during
  *  an outage end quickly); resolves once the first call is connected. `started` hears both as soon as they exist,
  *  so the caller's cleanup stops them even when the call never comes. */
-export async function callAcrossNetNs(ns: NetNs, key: string, appSource: string, started: (c: Partial<CallAcrossNetNs>) => void): Promise<CallAcrossNetNs> {
+export async function callAcrossNetNs(
+  ns: NetNs,
+  key: string,
+  appSource: string,
+  started: (c: Partial<CallAcrossNetNs>) => void,
+  more: { peer?: Partial<TestPeerOptions>; listening?: { mode: 'wake' | 'always' | 'manual' } } = {},
+): Promise<CallAcrossNetNs> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), `${appSource}-`));
   const { identity } = await ensureIdentity(path.join(tmp, 'state'));
-  const peer = new TestAssistantPeerProcess({ workspaceKey: key, host: ns.nsIp, netns: ns.name });
+  const peer = new TestAssistantPeerProcess({ workspaceKey: key, host: ns.nsIp, netns: ns.name, ...more.peer });
   started({ peer });
   await peer.start();
   const settings = parseSettings({
     server: { url: peer.url, workspaceKey: key, appSource, requestTimeoutMs: 2_000 },
     audio: { captureDevice: 'default', playbackDevice: 'default', duplex: 'half' },
     mixer: { card: 'default', control: VIRTUAL.mixerControl },
+    ...(more.listening ? { listening: more.listening } : {}),
   });
   const agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }), logger: silentLogger });
   started({ peer, agent });

@@ -21,6 +21,10 @@ export interface NetNs {
   secondIp: string;
   addSourceAddress(): void;
   restore(): void;
+  /** a firewall in front of the namespace: UDP arriving from outside is dropped unless its source port is in
+   *  lo..hi (a TURN server's relay ports), TCP still passes. The service is then reachable for its HTTP, but
+   *  its media only through the relay (a symmetric NAT or a firewall that allows only the relay does the same). */
+  admitUdpOnlyFromPorts(lo: number, hi: number): void;
   remove(): void;
 }
 
@@ -79,6 +83,16 @@ export function createNetNs(): NetNs | undefined {
       ip('addr', 'add', `${renumberedIp}/24`, 'dev', hostIf);
     },
     restore: () => ip('link', 'set', hostIf, 'up'),
+    // Policy routing, not a packet filter (this kernel offers no tc actions or netfilter tables to a test): rules
+    // on what arrives by the veth, ahead of the `local` table's own rule (pref 0, moved after them), send UDP
+    // from any other port to a blackhole.
+    admitUdpOnlyFromPorts: (lo, hi) => {
+      const rule = (...args: string[]) => ip('netns', 'exec', name, 'ip', 'rule', ...args);
+      rule('add', 'pref', '10', 'iif', nsIf, 'ipproto', 'udp', 'sport', `${lo}-${hi}`, 'lookup', 'local');
+      rule('add', 'pref', '20', 'iif', nsIf, 'ipproto', 'udp', 'blackhole');
+      rule('add', 'pref', '100', 'lookup', 'local');
+      rule('del', 'pref', '0');
+    },
     remove,
   };
 }

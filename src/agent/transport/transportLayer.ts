@@ -50,6 +50,12 @@ export interface TransportLayer {
    *  true when it answered within about a second and a half. Optional: without it the liveness watchdog
    *  falls back to its silence timeout. */
   probe?(): Promise<boolean>;
+  /** The connected call's route (undefined before ICE selected a pair). Optional: a transport without ICE has none. */
+  route?(): CallRoute | undefined;
 }
+
+/** How a call's packets go: straight between the two ends, or through a TURN relay (either end's candidate of
+ *  the selected pair is one): a relay adds a hop of latency, and its operator carries the (encrypted) media. */
+export type CallRoute = 'direct' | 'relayed';
 
 export type TransportFactory = () => TransportLayer;

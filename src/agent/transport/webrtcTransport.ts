@@ -17,7 +17,7 @@ import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
 import type { IceServer } from '../../protocol/session.js';
 import { OPUS_RTP } from '../../protocol/media.js';
 import { AgentError } from '../errors.js';
-import type { TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
+import type { CallRoute, TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 import type { ClientEvent } from '../../protocol/events.js';
 
@@ -41,7 +41,9 @@ interface IceConnectionInternals {
   state: string;
   nominated?: {
     rtt?: number;
+    /** werift's getter throws while the pair has no local candidate */
     localCandidate: unknown;
+    remoteCandidate: { type: string };
     remoteAddr: readonly [string, number];
     protocol: { request(req: unknown, addr: readonly [string, number], key: Buffer, opts: { retransmissions: number; responseTimeout: number }): Promise<[StunAnswer, unknown]> };
   };
@@ -244,6 +246,17 @@ export class WebrtcTransport implements TransportLayer {
       return true;
     }
     return false;
+  }
+
+  route(): CallRoute | undefined {
+    const pair = (this.pc?.iceTransports[0]?.connection as unknown as IceConnectionInternals | undefined)?.nominated;
+    if (!pair) return undefined;
+    try {
+      const local = (pair.localCandidate as { type: string }).type;
+      return local === 'relay' || pair.remoteCandidate.type === 'relay' ? 'relayed' : 'direct';
+    } catch {
+      return undefined;
+    }
   }
 
   private reportClosed(reason: AgentError): void {

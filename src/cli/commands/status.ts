@@ -15,12 +15,13 @@ function device(name: string, state: string, micMuted: boolean): string {
   return `${name} NOT OPEN (${state})`;
 }
 
-function human(s: DaemonStatus, socketPath: string): string {
+/** `status` without --json: the daemon's status in lines (exported for the tests of what it shows). */
+export function humanStatus(s: DaemonStatus, socketPath: string): string {
   // durations from the daemon's monotonic clock where it sends them (a daemon from before them sends none): its
   // wall-clock stamps are off by any step NTP made since (a board without a real-time clock)
   const ago = (iso: string | null, ms: number | null | undefined) => (ms != null ? formatDuration(ms) : iso ? formatDuration(Date.now() - Date.parse(iso)) : '-');
   const lines = [
-    `call:        ${s.state}${s.state === 'connected' ? ` (call ${s.callId}, up ${ago(s.connectedSince, s.connectedForMs)})` : ''}`,
+    `call:        ${s.state}${s.state === 'connected' ? ` (call ${s.callId}, up ${ago(s.connectedSince, s.connectedForMs)}${s.route === 'relayed' ? ', through the service\'s TURN relay' : ''})` : ''}`,
     `server:      ${s.server}${s.companion ? ' (local companion server)' : ''}`,
     `client id:   ${s.clientId}`,
     `secret:      ${s.secretFingerprint}`,
@@ -84,10 +85,10 @@ export function registerStatus(program: Command): void {
       }
       const { socketPath, status } = await readStatus(place.candidates, undefined, place.configDenied);
       const st = status as Partial<DaemonStatus> | null;
-      // `--socket` at some other server's socket: its JSON has none of the fields (human() would throw on them)
+      // `--socket` at some other server's socket: its JSON has none of the fields (humanStatus() would throw on them)
       if (typeof st?.state !== 'string' || !Array.isArray(st.lastTranscripts)) {
         throw new AgentError('internal', `${socketPath} is not a speaker-agent status socket: GET /status answered JSON that is not an agent's status`);
       }
-      emit(o, status as DaemonStatus, (s) => human(s, socketPath));
+      emit(o, status as DaemonStatus, (s) => humanStatus(s, socketPath));
     });
 }

@@ -1,0 +1,109 @@
+// A call that only a TURN relay can carry: the service's address admits no UDP from this device (a symmetric NAT,
+// a firewall that allows only the relay), so the session's TURN server is the only way. A real SpeakerAgent
+// (PortAudio on the virtual card, werift) against the TEST PEER in its own process inside a network namespace,
+// Debian's coturn as the relay (test/support/turnServer.ts), the firewall made with policy routing
+// (netns.ts admitUdpOnlyFromPorts). Before this test nothing in the project had made a call through TURN.
+import { afterAll, describe, expect, it } from 'vitest';
+import { SpeakerAgent } from '../../src/agent/agent.js';
+import { humanStatus } from '../../src/cli/commands/status.js';
+import { sleep, waitUntil } from '../support/audioCapture.js';
+import { callAcrossNetNs } from '../support/callAcrossNetNs.js';
+import { createNetNs } from '../support/netns.js';
+import { TestAssistantPeerProcess } from '../support/testAssistantPeer.js';
+import { startTurnServer, type TurnServer } from '../support/turnServer.js';
+
+const KEY = 'ws-turn-relay-key-0123456789';
+/** coturn's relay ports: below Linux's ephemeral range (32768+), so no socket of the device's own is among them */
+const RELAY_PORTS = [19968, 20223] as const;
+// Needs root and iproute2 (CI and the developers' machines have both); elsewhere the suite says it did not run.
+const ns = createNetNs();
+let turn: TurnServer | undefined;
+let peer: TestAssistantPeerProcess | undefined;
+let agent: SpeakerAgent | undefined;
+
+afterAll(async () => {
+  await agent?.stop();
+  await peer?.kill();
+  await turn?.stop();
+  ns?.remove();
+});
+
+interface Internals {
+  call?: {
+    o: {
+      transport: {
+        probe(): Promise<boolean>;
+        peerConnection?: { iceTransports: { connection: { nominated?: { localCandidate: { type: string; host: string; port: number } } } }[] };
+      };
+    };
+  };
+}
+
+const selectedCandidate = (a: SpeakerAgent) => (a as unknown as Internals).call!.o.transport.peerConnection!.iceTransports[0].connection.nominated!.localCandidate;
+
+/** What `speaker-agent status` shows for this agent (the daemon's own fields made up: not what is checked). */
+const statusLines = (a: SpeakerAgent) =>
+  humanStatus({ ...a.snapshot(), pid: 1, version: '0', uptimeMs: 0, rssBytes: 0, watchdogPings: 0, companion: null, audio: 'system' }, '/run/x');
+
+describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP only from the relay)', () => {
+  it('with the relay offered and the direct path open, the call goes direct (no hop, no third party)', async () => {
+    turn = await startTurnServer(ns!.hostIp, RELAY_PORTS);
+    agent = (await callAcrossNetNs(ns!, KEY, 'turn-direct', (c) => ({ peer, agent } = c), { peer: { iceServers: [turn.iceServer] } })).agent;
+    expect(selectedCandidate(agent).type).toBe('host');
+    expect(agent.snapshot().route).toBe('direct');
+    expect(statusLines(agent)).toMatch(/^call: +connected \(call \S+, up [^,)]+\)$/m);
+    await agent.stop();
+    await peer!.kill();
+    agent = undefined;
+  }, 60_000);
+
+  it('connects through the relay, audio goes both ways, and consent checks are answered through it', async () => {
+    ns!.admitUdpOnlyFromPorts(...RELAY_PORTS);
+    agent = (
+      await callAcrossNetNs(ns!, KEY, 'turn-relay', (c) => ({ peer, agent } = c), {
+        peer: { iceServers: [turn!.iceServer] },
+        listening: { mode: 'always' }, // the microphone goes out from the start: the uplink is measured below
+      })
+    ).agent;
+    const transport = (agent as unknown as Internals).call!.o.transport;
+    const selected = selectedCandidate(agent);
+    expect(selected.type).toBe('relay');
+    expect(agent.snapshot().route).toBe('relayed');
+    expect(statusLines(agent)).toMatch(/^call: +connected \(call \S+, up [^,)]+, through the service's TURN relay\)$/m);
+    expect(selected.host).toBe(ns!.hostIp);
+    expect(selected.port).toBeGreaterThanOrEqual(RELAY_PORTS[0]);
+    expect(selected.port).toBeLessThanOrEqual(RELAY_PORTS[1]);
+
+    // audio both ways through the relay: the device's microphone to the peer, the peer's stream to the device
+    // (50 packets of 20 ms each way: a second of audio, 2 s on an idle machine; a loaded one gets 10 s)
+    const before = await peer!.stats();
+    let now = before;
+    for (const end = performance.now() + 10_000; performance.now() < end; await sleep(250)) {
+      now = await peer!.stats();
+      if (now.packetsIn - before.packetsIn >= 50 && now.packetsOut - before.packetsOut >= 50) break;
+    }
+    expect(now.packetsIn - before.packetsIn, 'device -> service').toBeGreaterThanOrEqual(50);
+    expect(now.packetsOut - before.packetsOut, 'service -> device').toBeGreaterThanOrEqual(50);
+    // the liveness watchdog's consent check (RFC 7675) goes through the relay too, and is answered
+    expect(await transport.probe()).toBe(true);
+    expect(await transport.probe()).toBe(true); // the relay's address is the baseline: no "address moved"
+    expect(agent.snapshot()).toMatchObject({ state: 'connected', reconnects: 0 });
+    // coturn saw the allocation and relayed for it
+    await waitUntil(() => /ALLOCATE processed, success/.test(turn!.log()), 5_000, 'coturn\'s log of the allocation');
+    expect(turn!.log()).toMatch(/CHANNEL_BIND processed, success|CREATE_PERMISSION processed, success/);
+  }, 90_000);
+
+  it('the firewall is real: without the relay the same call does not connect', async () => {
+    await agent?.stop();
+    await peer?.kill();
+    agent = undefined;
+    const started: { agent?: SpeakerAgent } = {};
+    const attempt = callAcrossNetNs(ns!, KEY, 'turn-none', (c) => {
+      ({ peer } = c);
+      started.agent = c.agent;
+    });
+    const outcome = await attempt.then(() => 'connected', (e: Error) => e.message);
+    agent = started.agent;
+    expect(outcome).toMatch(/timed out after 20000 ms waiting for the first call/);
+  }, 60_000);
+});
