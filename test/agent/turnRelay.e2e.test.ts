@@ -33,13 +33,24 @@ interface Internals {
     o: {
       transport: {
         probe(): Promise<boolean>;
-        peerConnection?: { iceTransports: { connection: { nominated?: { localCandidate: { type: string; host: string; port: number } } } }[] };
+        peerConnection?: {
+          iceTransports: {
+            connection: {
+              nominated?: {
+                localCandidate: { type: string; host: string; port: number };
+                /** werift's StunOverTurnProtocol for a relay candidate: the client's way to the TURN server */
+                protocol: { turn?: { transport: { type: string } } };
+              };
+            };
+          }[];
+        };
       };
     };
   };
 }
 
-const selectedCandidate = (a: SpeakerAgent) => (a as unknown as Internals).call!.o.transport.peerConnection!.iceTransports[0].connection.nominated!.localCandidate;
+const selectedPair = (a: SpeakerAgent) => (a as unknown as Internals).call!.o.transport.peerConnection!.iceTransports[0].connection.nominated!;
+const selectedCandidate = (a: SpeakerAgent) => selectedPair(a).localCandidate;
 
 /** What `speaker-agent status` shows for this agent (the daemon's own fields made up: not what is checked). */
 const statusLines = (a: SpeakerAgent) =>
@@ -68,6 +79,7 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     const transport = (agent as unknown as Internals).call!.o.transport;
     const selected = selectedCandidate(agent);
     expect(selected.type).toBe('relay');
+    expect(selectedPair(agent).protocol.turn?.transport.type).toBe('udp');
     expect(agent.snapshot().route).toBe('relayed');
     expect(statusLines(agent)).toMatch(/^call: +connected \(call \S+, up [^,)]+, through the service's TURN relay\)$/m);
     expect(selected.host).toBe(ns!.hostIp);
@@ -92,6 +104,23 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     await waitUntil(() => /ALLOCATE processed, success/.test(turn!.log()), 5_000, 'coturn\'s log of the allocation');
     expect(turn!.log()).toMatch(/CHANNEL_BIND processed, success|CREATE_PERMISSION processed, success/);
   }, 90_000);
+
+  it('through the relay over TCP, as a session names it for networks that let no UDP out (turn:...?transport=tcp)', async () => {
+    await agent?.stop();
+    await peer?.kill();
+    agent = undefined;
+    const overTcp = { ...turn!.iceServer, urls: [`turn:${turn!.ip}:${turn!.port}?transport=tcp`] };
+    agent = (await callAcrossNetNs(ns!, KEY, 'turn-tcp', (c) => ({ peer, agent } = c), { peer: { iceServers: [overTcp] } })).agent;
+    expect(selectedCandidate(agent).type).toBe('relay');
+    expect(selectedPair(agent).protocol.turn?.transport.type).toBe('tcp');
+    expect(agent.snapshot().route).toBe('relayed');
+    const before = await peer!.stats();
+    for (const end = performance.now() + 10_000; performance.now() < end; await sleep(250)) {
+      if ((await peer!.stats()).packetsOut - before.packetsOut >= 50) break;
+    }
+    expect((await peer!.stats()).packetsOut - before.packetsOut, 'service -> device').toBeGreaterThanOrEqual(50);
+    expect(await (agent as unknown as Internals).call!.o.transport.probe()).toBe(true);
+  }, 60_000);
 
   it('the firewall is real: without the relay the same call does not connect', async () => {
     await agent?.stop();
