@@ -180,7 +180,8 @@ export class SpeakerAgent extends EventEmitter {
         fastRetryWindowMs: s.reconnect.fastRetryWindowMs,
         fastRetryMaxDelayMs: s.reconnect.fastRetryMaxDelayMs,
       });
-    this.transportFactory = deps.transportFactory ?? (() => new WebrtcTransport(webrtcTransportOptions(s)));
+    const transportOptions = webrtcTransportOptions(s); // once: the calls share one choice of TURN URL
+    this.transportFactory = deps.transportFactory ?? (() => new WebrtcTransport(transportOptions));
     this.client = deps.client ?? serviceClient(s, deps.identity);
     this.listening = new ListeningStateMachine({ mode: s.listening.mode, silenceMs: s.listening.silenceMs, followUpMs: s.listening.followUpMs });
     const kept = deps.micStateFile ? readMicMuted(deps.micStateFile) : { muted: false };

@@ -119,10 +119,13 @@ export class Call {
         },
       });
     } catch (err) {
+      const note = this.o.transport.failureNote?.();
       if (timedOut()) {
-        throw new AgentError('call_failed', `the call did not connect within ${this.o.connectTimeoutMs} ms`, { cause: err });
+        throw new AgentError('call_failed', `the call did not connect within ${this.o.connectTimeoutMs} ms${note ? ` (${note})` : ''}`, { cause: err });
       }
-      throw toAgentError(err, 'call_failed');
+      const failure = toAgentError(err, 'call_failed');
+      if (note) failure.message += ` (${note})`;
+      throw failure;
     }
     if (this.closed) throw new AgentError('call_failed', 'the call was closed while connecting');
     // GA calls have no session resource: the call id of the answer's Location names the call instead

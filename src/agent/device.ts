@@ -10,6 +10,7 @@ import { ServiceClient } from './serviceClient.js';
 import { isLoopbackUrl, type Settings } from './settings.js';
 import type { TransportFactory } from './transport/transportLayer.js';
 import type { WebrtcTransportOptions } from './transport/webrtcTransport.js';
+import { TurnRotation } from './transport/turnRotation.js';
 
 /** A client for the service with this device's headers. */
 export function serviceClient(s: Settings, identity: Pick<Identity, 'clientId' | 'clientSecret'>): ServiceClient {
@@ -36,13 +37,14 @@ export async function audioBackend(): Promise<AudioBackend> {
 /** werift gathers no loopback candidates unless told: 'auto' adds 127.0.0.1 when the server is on loopback. */
 export function webrtcTransportOptions(s: Settings): WebrtcTransportOptions {
   const loopback = s.call.loopbackCandidates === 'always' || (s.call.loopbackCandidates === 'auto' && isLoopbackUrl(s.server.url));
-  return { additionalHostAddresses: loopback ? ['127.0.0.1'] : undefined };
+  return { additionalHostAddresses: loopback ? ['127.0.0.1'] : undefined, turn: new TurnRotation() };
 }
 
-/** A WebRTC transport per call (werift loaded on first use). */
+/** A WebRTC transport per call (werift loaded on first use); the calls share one choice of TURN URL. */
 export async function transportFactory(s: Settings): Promise<TransportFactory> {
   const { WebrtcTransport } = await import('./transport/webrtcTransport.js');
-  return () => new WebrtcTransport(webrtcTransportOptions(s));
+  const options = webrtcTransportOptions(s);
+  return () => new WebrtcTransport(options);
 }
 
 export interface WiredDevice {

@@ -105,6 +105,22 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     expect(turn!.log()).toMatch(/CHANNEL_BIND processed, success|CREATE_PERMISSION processed, success/);
   }, 90_000);
 
+  it('regression: a first TURN URL that does not work is not tried for ever: the next attempt relays through the next one', async () => {
+    // werift relays through the session's first TURN URL only: before, every attempt tried the same dead one
+    await agent?.stop();
+    await peer?.kill();
+    agent = undefined;
+    // the namespace drops this UDP (its firewall) and refuses TCP: no relay there, and no direct path either
+    const dead = { ...turn!.iceServer, urls: [`turn:${ns!.nsIp}:3478`] };
+    agent = (
+      await callAcrossNetNs(ns!, KEY, 'turn-next', (c) => ({ peer, agent } = c), { peer: { iceServers: [dead, turn!.iceServer] }, firstCallMs: 45_000 })
+    ).agent;
+    expect(agent.snapshot().lastError?.message).toContain(`(relayed through turn:${ns!.nsIp}:3478; the next attempt tries ${turn!.iceServer.urls[0]})`);
+    expect(selectedCandidate(agent).type).toBe('relay');
+    expect(agent.snapshot().route).toBe('relayed');
+    expect(await (agent as unknown as Internals).call!.o.transport.probe()).toBe(true);
+  }, 90_000);
+
   it('through the relay over TCP, as a session names it for networks that let no UDP out (turn:...?transport=tcp)', async () => {
     await agent?.stop();
     await peer?.kill();

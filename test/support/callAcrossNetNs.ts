@@ -27,7 +27,7 @@ export async function callAcrossNetNs(
   key: string,
   appSource: string,
   started: (c: Partial<CallAcrossNetNs>) => void,
-  more: { peer?: Partial<TestPeerOptions>; listening?: { mode: 'wake' | 'always' | 'manual' } } = {},
+  more: { peer?: Partial<TestPeerOptions>; listening?: { mode: 'wake' | 'always' | 'manual' }; firstCallMs?: number } = {},
 ): Promise<CallAcrossNetNs> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), `${appSource}-`));
   const { identity } = await ensureIdentity(path.join(tmp, 'state'));
@@ -43,6 +43,6 @@ export async function callAcrossNetNs(
   const agent = new SpeakerAgent({ settings, identity, audio: new PortAudioBackend(), mixer: new AmixerMixer({ card: 'default', control: VIRTUAL.mixerControl }), logger: silentLogger });
   started({ peer, agent });
   await agent.start();
-  await waitUntil(() => agent.snapshot().state === 'connected', 20_000, 'the first call');
+  await waitUntil(() => agent.snapshot().state === 'connected', more.firstCallMs ?? 20_000, 'the first call');
   return { peer, agent };
 }

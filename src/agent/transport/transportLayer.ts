@@ -50,6 +50,9 @@ export interface TransportLayer {
    *  true when it answered within about a second and a half. Optional: without it the liveness watchdog
    *  falls back to its silence timeout. */
   probe?(): Promise<boolean>;
+  /** After connect() failed: what the next attempt will do differently (e.g. another TURN URL), for the error the
+   *  agent reports; undefined when nothing. */
+  failureNote?(): string | undefined;
   /** The connected call's route (undefined before ICE selected a pair). Optional: a transport without ICE has none. */
   route?(): CallRoute | undefined;
 }

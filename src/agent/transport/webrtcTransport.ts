@@ -17,6 +17,7 @@ import { DATA_CHANNEL_LABEL } from '../../protocol/events.js';
 import type { IceServer } from '../../protocol/session.js';
 import { OPUS_RTP } from '../../protocol/media.js';
 import { AgentError } from '../errors.js';
+import type { TurnRotation } from './turnRotation.js';
 import type { CallRoute, TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 import type { ClientEvent } from '../../protocol/events.js';
@@ -24,6 +25,8 @@ import type { ClientEvent } from '../../protocol/events.js';
 export interface WebrtcTransportOptions {
   /** extra host addresses to gather, e.g. ['127.0.0.1'] when the server is on loopback */
   additionalHostAddresses?: string[];
+  /** which of the session's TURN URLs this call relays through (shared by the calls of one agent) */
+  turn?: TurnRotation;
 }
 
 
@@ -84,7 +87,7 @@ export class WebrtcTransport implements TransportLayer {
   async connect(o: TransportConnectOptions): Promise<void> {
     this.handlers = o.handlers;
     const pc = new RTCPeerConnection({
-      iceServers: toWeriftIceServers(o.session.iceServers),
+      iceServers: toWeriftIceServers(this.opts.turn?.order(o.session.iceServers) ?? o.session.iceServers),
       // One transport for audio and the data channel from the offer on: werift otherwise gathers candidates (a
       // UDP socket per address) twice and drops the second set when the answer bundles.
       bundlePolicy: 'max-bundle',
@@ -146,6 +149,9 @@ export class WebrtcTransport implements TransportLayer {
       void this.probe(); // where the peer sees us now: what later probes compare with
     } catch (err) {
       await this.close();
+      const tried = this.opts.turn?.current(o.session.iceServers);
+      const next = this.opts.turn?.failed(o.session.iceServers);
+      if (next) this.note = `relayed through ${tried}; the next attempt tries ${next}`;
       if (err instanceof AgentError) throw err;
       throw new AgentError('call_failed', `WebRTC setup failed: ${(err as Error).message}`, { cause: err });
     }
@@ -246,6 +252,12 @@ export class WebrtcTransport implements TransportLayer {
       return true;
     }
     return false;
+  }
+
+  private note: string | undefined;
+
+  failureNote(): string | undefined {
+    return this.note;
   }
 
   route(): CallRoute | undefined {
