@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { SpeakerAgent } from '../../src/agent/agent.js';
 import { humanStatus } from '../../src/cli/commands/status.js';
+import type { IceServer } from '../../src/protocol/session.js';
 import { sleep, waitUntil } from '../support/audioCapture.js';
 import { callAcrossNetNs } from '../support/callAcrossNetNs.js';
 import { createNetNs } from '../support/netns.js';
@@ -55,6 +56,14 @@ const selectedCandidate = (a: SpeakerAgent) => selectedPair(a).localCandidate;
 /** What `speaker-agent status` shows for this agent (the daemon's own fields made up: not what is checked). */
 const statusLines = (a: SpeakerAgent) =>
   humanStatus({ ...a.snapshot(), pid: 1, version: '0', uptimeMs: 0, rssBytes: 0, watchdogPings: 0, companion: null, audio: 'system' }, '/run/x');
+
+/** Ends the previous test's call and starts a new one with these ICE servers in its sessions. */
+async function nextCall(appSource: string, iceServers: IceServer[], firstCallMs?: number): Promise<SpeakerAgent> {
+  await agent?.stop();
+  await peer?.kill();
+  agent = undefined;
+  return (await callAcrossNetNs(ns!, KEY, appSource, (c) => ({ peer, agent } = c), { peer: { iceServers }, firstCallMs })).agent;
+}
 
 describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP only from the relay)', () => {
   it('with the relay offered and the direct path open, the call goes direct (no hop, no third party)', async () => {
@@ -107,14 +116,9 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
 
   it('regression: a first TURN URL that does not work is not tried for ever: the next attempt relays through the next one', async () => {
     // werift relays through the session's first TURN URL only: before, every attempt tried the same dead one
-    await agent?.stop();
-    await peer?.kill();
-    agent = undefined;
     // the namespace drops this UDP (its firewall) and refuses TCP: no relay there, and no direct path either
     const dead = { ...turn!.iceServer, urls: [`turn:${ns!.nsIp}:3478`] };
-    agent = (
-      await callAcrossNetNs(ns!, KEY, 'turn-next', (c) => ({ peer, agent } = c), { peer: { iceServers: [dead, turn!.iceServer] }, firstCallMs: 45_000 })
-    ).agent;
+    agent = await nextCall('turn-next', [dead, turn!.iceServer], 45_000);
     expect(agent.snapshot().lastError?.message).toContain(`(relayed through turn:${ns!.nsIp}:3478; the next attempt tries ${turn!.iceServer.urls[0]})`);
     expect(selectedCandidate(agent).type).toBe('relay');
     expect(agent.snapshot().route).toBe('relayed');
@@ -122,11 +126,7 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
   }, 90_000);
 
   it('through the relay over TCP, as a session names it for networks that let no UDP out (turn:...?transport=tcp)', async () => {
-    await agent?.stop();
-    await peer?.kill();
-    agent = undefined;
-    const overTcp = { ...turn!.iceServer, urls: [`turn:${turn!.ip}:${turn!.port}?transport=tcp`] };
-    agent = (await callAcrossNetNs(ns!, KEY, 'turn-tcp', (c) => ({ peer, agent } = c), { peer: { iceServers: [overTcp] } })).agent;
+    agent = await nextCall('turn-tcp', [{ ...turn!.iceServer, urls: [`turn:${turn!.ip}:${turn!.port}?transport=tcp`] }]);
     expect(selectedCandidate(agent).type).toBe('relay');
     expect(selectedPair(agent).protocol.turn?.transport.type).toBe('tcp');
     expect(agent.snapshot().route).toBe('relayed');
