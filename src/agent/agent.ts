@@ -18,6 +18,7 @@ import type { CallRoute, TransportFactory } from './transport/transportLayer.js'
 import { ListeningStateMachine, type ListeningChange, type ListeningMode, type ListeningState, type ServiceSignal } from './listening.js';
 import { EarconPlayer, loadEarcons, type EarconName } from './audio/earcons.js';
 import { readMicMuted, writeMicMuted } from './micMute.js';
+import { FailureStreak } from './failureStreak.js';
 import { openWakeWordEngine, type WakeEngineChoice, type WakeEvent, type WakeWordEngine } from './wake/wakeWord.js';
 import { everyMs, type SharedInterval } from '../common/sharedInterval.js';
 import type { ServerEvent } from '../protocol/events.js';
@@ -166,6 +167,8 @@ export class SpeakerAgent extends EventEmitter {
   };
   /** performance.now() of the same moments, for the durations status shows */
   private readonly monoAt = { connected: 0, lastError: 0, nextAttempt: 0 };
+  /** what the journal hears of failed attempts (failureStreak.ts) */
+  private readonly failures = new FailureStreak();
 
   constructor(private readonly deps: SpeakerAgentDeps) {
     super();
@@ -495,7 +498,9 @@ export class SpeakerAgent extends EventEmitter {
       if (c.micOnWire && !gate.open) gate.openFrom(this.preRollFromNs);
       else if (!c.micOnWire && gate.open) gate.close();
     }
-    this.log.info({ state: c.state, previous: c.previous, reason: c.reason, micOnWire: c.micOnWire }, `listening: ${c.state}`);
+    // debug: five or six lines per exchange, kept by journald for years (an SD-card review); `status --follow`
+    // streams these states, and "wake word heard" and the functions stay at info
+    this.log.debug({ state: c.state, previous: c.previous, reason: c.reason, micOnWire: c.micOnWire }, `listening: ${c.state}`);
     this.emit('listening', { ...this.listeningStatus(), reason: c.reason, previous: c.previous, at: new Date().toISOString() });
   }
 
@@ -586,7 +591,9 @@ export class SpeakerAgent extends EventEmitter {
         this.audio?.setSink((opus, samples) => call.sendAudio(opus, samples));
         this.setState('connected');
         this.listening.setCallUp(true);
-        this.log.info({ callId: call.sessionId, route: call.route, reconnects: this.status.reconnects }, 'call connected');
+        const streak = this.failures.end();
+        const after = streak.attempts ? { failedAttempts: streak.attempts, failingForMs: Math.round(streak.forMs) } : {};
+        this.log.info({ callId: call.sessionId, route: call.route, reconnects: this.status.reconnects, ...after }, 'call connected');
         this.emit('connected', { callId: call.sessionId ?? '' });
         reason = await call.ended;
       } catch (err) {
@@ -639,7 +646,13 @@ export class SpeakerAgent extends EventEmitter {
       else this.log.debug(fields, reason.message);
       return;
     }
-    this.log.warn(fields, wasUp ? `call ended: ${reason.message}` : `call failed: ${reason.message}`);
+    if (wasUp) return this.log.warn(fields, `call ended: ${reason.message}`);
+    const line = this.failures.failed(reason.code);
+    if (line.level === 'debug') this.log.debug(fields, `call failed: ${reason.message}`);
+    else if ('attempts' in line) {
+      const minutes = Math.round(line.forMs / 60_000);
+      this.log.warn({ ...fields, attempts: line.attempts, failingForMs: Math.round(line.forMs) }, `call still failing (${line.attempts} attempts in ${minutes} min): ${reason.message}`);
+    } else this.log.warn(fields, `call failed: ${reason.message}`);
   }
 
   private addTranscript(role: TranscriptRole, text: string): void {

@@ -113,6 +113,30 @@ describe('SpeakerAgent', () => {
     expect(lines.join('')).not.toContain(identity.clientSecret);
   });
 
+  it('a service that is down: one warn line for the streak, repeats at debug; the call that comes back says how many failed', async () => {
+    // (an SD-card review: a warn line per attempt, ~240 an hour while the service was down, all kept by journald)
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((r) => probe.close(() => r())); // nothing listens there now: refused
+    const { lines, logger } = memoryLogger();
+    const seen: ReconnectContext[] = [];
+    agent = virtualAgent(`http://127.0.0.1:${port}`, {}, { logger, reconnectPolicy: { nextDelayMs: (ctx) => (seen.push(ctx), 50) } });
+    await agent.start();
+    await until(() => seen.length >= 6, 10_000, 'six failed attempts');
+    const parsed = () => lines.map((l) => JSON.parse(l) as { level: number; msg: string; failedAttempts?: number });
+    const failed = parsed().filter((l) => l.msg.startsWith('call failed: '));
+    expect(failed.length).toBeGreaterThanOrEqual(6);
+    expect(failed.filter((l) => l.level === 40)).toHaveLength(1); // warn
+    expect(failed.slice(1).every((l) => l.level === 20)).toBe(true); // debug
+    expect(agent.snapshot().lastError?.code).toBe('network'); // status still has every attempt's error
+    peer = new TestAssistantPeer({ workspaceKey: KEY, port });
+    await peer.start();
+    await until(() => agent!.snapshot().state === 'connected', 15_000, 'the call once the service is up');
+    const connected = parsed().find((l) => l.msg === 'call connected');
+    expect(connected?.failedAttempts).toBeGreaterThanOrEqual(6);
+  });
+
   it('with a fast policy, repeated rejections are still explained only once', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY, enrollment: 'closed' });
     await peer.start();

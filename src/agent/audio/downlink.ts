@@ -82,6 +82,8 @@ export class Downlink {
   private pendingCount = 0;
   /** what fill() keeps queued for the device (PLAYOUT_MIN_MS..PLAYOUT_MAX_MS, see the top) */
   private queueTargetMs = PLAYOUT_MIN_MS;
+  /** playout queue growths since the call began (resetStream): only the first is logged at info */
+  private growsThisCall = 0;
   private readonly relaxFrames: number;
   /** frames handed since the last underrun (or the last relaxation) */
   private steadyFrames = 0;
@@ -162,6 +164,7 @@ export class Downlink {
   resetStream(): void {
     this.jitter.reset();
     this.decoder.reset();
+    this.growsThisCall = 0;
   }
 
   // The frames the old stream held are gone with it: they will never be reported handed.
@@ -186,7 +189,11 @@ export class Downlink {
     this.handedAtGrowth = this.handedSinceStart;
     this.queueTargetMs += 20;
     this.stats.playoutQueueGrows++;
-    this.log.info({ silenceMs: ms, queueMs: this.queueTargetMs }, 'speaker underrun (the event loop was late): keeping more audio queued');
+    // Once per call at info, then debug: on a busy board it came ~40 times an hour, the only line a speaker idle in
+    // a call wrote to the journal (an SD-card review); the count is in the stats (bench, status of the canceller).
+    const line = { silenceMs: ms, queueMs: this.queueTargetMs, growsThisCall: ++this.growsThisCall };
+    if (this.growsThisCall === 1) this.log.info(line, 'speaker underrun (the event loop was late): keeping more audio queued (said once per call)');
+    else this.log.debug(line, 'speaker underrun (the event loop was late): keeping more audio queued');
   }
 
   private onHanded(atNs: bigint): void {
