@@ -104,7 +104,8 @@ export async function startCompanionServer(settings: CompanionSettings, opts: St
       // Path parameters as long as a request line can be (headers are capped at 16 KiB): a route answers a long
       // voice_id or slug with the spec's own code (INVALID_VOICE_ID, STORY_NOT_FOUND), where fastify's default of
       // 100 characters answered 414 URI_TOO_LONG, a code the spec does not have.
-      maxParamLength: 16 * 1024,
+      // (under routerOptions: fastify 5 printed a deprecation warning for the top-level option at every start)
+      routerOptions: { maxParamLength: 16 * 1024 },
       // errors before a route runs, and before a request exists, in the spec's shape too (httpErrors.ts)
       frameworkErrors: (err, req, reply) => sendError(logger, err, req, reply),
       clientErrorHandler: clientErrorHandler(logger),

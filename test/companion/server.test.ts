@@ -17,6 +17,21 @@ afterEach(() => {
 });
 
 describe('companion server', () => {
+  it('regression: starts without a warning of its framework (fastify 5 deprecated the top-level maxParamLength: a FastifyWarning on stderr at every start, into the journal)', async () => {
+    dataDir = tempDataDir();
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const server = await startCompanionServer(loadCompanionSettings({ port: 0, dataDir }, {}), { logger: createLogger({ level: 'silent' }) });
+    try {
+      await new Promise((r) => setImmediate(r)); // process warnings are emitted on the next tick
+      expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      await server.close();
+    }
+  });
+
   it('never writes device secrets or workspace keys to its log, even at debug level', async () => {
     dataDir = tempDataDir();
     const admin = new CompanionAdmin(dataDir);
