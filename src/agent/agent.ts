@@ -3,7 +3,7 @@
 // status snapshot for `speaker-agent status`. The CLI wraps it with sd_notify and a status socket.
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../common/logger.js';
-import type { AudioBackend } from './audio/audioDevice.js';
+import type { AudioBackend, Xruns } from './audio/audioDevice.js';
 import type { AecStats } from './audio/echoCanceller.js';
 import { Call, type FunctionRecord, type TranscriptRole } from './call.js';
 import { openCallAudio, type CallAudio } from './callAudio.js';
@@ -66,6 +66,9 @@ export interface AgentStatus {
   nextAttemptInMs?: number | null;
   /** the sound card's devices (reopened in the background when they fail) */
   audioDevices: { microphone: string; speaker: string } | null;
+  /** the sound card's own xruns since start (ALSA's count: speaker underruns, microphone overruns); null where the
+   *  backend does not count them */
+  xruns: Xruns | null;
   /** the echo canceller (audio.duplex auto): state, delay, echo reduction; null when it does not run */
   echoCanceller: AecStats | null;
   /** issue #16: the listening state (the LED's), the mode, the privacy mute, the wake word engine */
@@ -302,6 +305,7 @@ export class SpeakerAgent extends EventEmitter {
       nextAttemptAt: this.status.nextAttemptAt,
       nextAttemptInMs: this.status.nextAttemptAt ? Math.max(0, Math.round(this.monoAt.nextAttempt - performance.now())) : null,
       audioDevices: this.audio?.deviceStates() ?? null,
+      xruns: this.deps.audio.xruns?.() ?? null,
       echoCanceller: this.audio?.echoCanceller() ?? null,
       listening: this.listeningStatus(),
     };

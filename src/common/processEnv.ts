@@ -9,7 +9,7 @@ export const PROCESS_VARIABLES = {
     description: 'path of the status socket the daemon listens on and the CLI asks (default $RUNTIME_DIRECTORY/status.sock, else <state dir>/status.sock)',
   },
   pulseDir: { env: 'SPEAKER_AGENT_PULSE_DIR', description: 'runtime directory of the virtual sound card (`run` without a sound card; scripts/virtual-audio.sh)' },
-  audioDebug: { env: 'SPEAKER_AGENT_AUDIO_DEBUG', description: 'set: show the PortAudio/ALSA probe lines otherwise hidden from stderr' },
+  audioDebug: { env: 'SPEAKER_AGENT_AUDIO_DEBUG', description: "set: show the PortAudio/ALSA probe lines and alsa-lib's xrun lines otherwise kept off stderr" },
   debug: { env: 'SPEAKER_AGENT_DEBUG', description: 'set: the CLI prints the stack of an unexpected error' },
   espeakLib: { env: 'SPEAKER_AGENT_ESPEAK_LIB', description: "another libespeak-ng shared library for the companion's synthesiser (e.g. a board's own build)" },
   ffmpeg: { env: 'SPEAKER_AGENT_FFMPEG', description: "the companion's ffmpeg (audio conversion; default ffmpeg on PATH)" },

@@ -36,6 +36,8 @@ describe('speaker-sys', () => {
     // @ts-expect-error wrong type on purpose
     expect(() => sys.sendDatagram('x', 3, Buffer.from('m'))).toThrow(TypeError);
     expect(() => sys.sendDatagram(Buffer.alloc(110), 500, Buffer.from('m'))).toThrow(RangeError);
+    // @ts-expect-error wrong type on purpose
+    expect(() => sys.captureAlsaXruns('yes')).toThrow(/captureAlsaXruns\(printThem: boolean\)/);
   });
 
   it('sendDatagram delivers to a bound socket, and returns -ENOENT (not a throw) when none is there', async () => {

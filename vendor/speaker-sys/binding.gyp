@@ -1,5 +1,6 @@
 # Two small addons, built by `npm ci` like vendor/naudiodon2:
-# - speaker_sys: one C file, libc only, pure Node-API (dup/dup2, the sd_notify datagram, malloc_trim);
+# - speaker_sys: one C file, libc only, pure Node-API (dup/dup2, the sd_notify datagram, malloc_trim, alsa-lib's
+#   xrun lines counted: alsa-lib is reached with dlopen, not linked);
 # - speaker_sys_v8: V8's memory-pressure call, against the V8 headers node-gyp builds with. Linked with -z now so
 #   a node without those symbols fails to load it (index.js then does without) instead of aborting at the call;
 # - speaker_sys_srtp: AES-128-GCM for SRTP with node's own OpenSSL (src/srtp_gcm.c), linked with -z now likewise;
@@ -10,7 +11,8 @@
       "target_name": "speaker_sys",
       "sources": ["src/speaker_sys.c"],
       "cflags_c": ["-std=c11"],
-      "cflags": ["-Wall", "-Wextra"]
+      "cflags": ["-Wall", "-Wextra"],
+      "libraries": ["-ldl"]
     },
     {
       "target_name": "speaker_sys_v8",

@@ -15,6 +15,12 @@ export function pageOutFileMappings(): number;
  *  each fault (registered with userfaultfd, write-protect, WP_ASYNC: Linux 6.7), or -errno why none (EINVAL: an
  *  older kernel; EPERM: userfaultfd not allowed). 0 before the page-out. Absent in a build before it. */
 export const faultAroundOff: (() => number) | undefined;
+/** Makes speaker-sys alsa-lib's error handler (alsa-lib found with dlopen): "(snd_pcm_recover) underrun/overrun
+ *  occurred" is counted, and printed on stderr only with printThem; every other message is printed as alsa-lib
+ *  prints it. False when alsa-lib is not there. Calling it again only changes printThem. */
+export function captureAlsaXruns(printThem: boolean): boolean;
+/** The xruns the handler counted: underruns (playback ran dry), overruns (capture ran over). */
+export function alsaXruns(): { underruns: number; overruns: number };
 /** V8's "moderate" memory-pressure notification: starts an incremental mark-compact that shrinks the heap.
  *  Undefined when this node's V8 lacks the call (a separate addon, see src/v8_memory.cc). */
 export const memoryPressure: (() => void) | undefined;

@@ -52,10 +52,18 @@ export interface PlaybackDevice {
   onStarved?: (ms: number, queuedMs: number) => void;
 }
 
+/** The sound card's own xruns since the process started: the device ran dry (speaker) or over (microphone). */
+export interface Xruns {
+  underruns: number;
+  overruns: number;
+}
+
 export interface AudioBackend {
   listDevices(): AudioDeviceInfo[];
   openCapture(deviceName: string): CaptureDevice;
   openPlayback(deviceName: string): PlaybackDevice;
+  /** null where the backend cannot count them (or before its first device) */
+  xruns?(): Xruns | null;
 }
 
 export type AudioDeviceErrorCode = 'device_busy' | 'device_missing' | 'device_failed';

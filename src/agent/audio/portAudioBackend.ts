@@ -26,12 +26,13 @@ import {
   type CaptureDevice,
   type PlaybackDevice,
   type RealtimeReport,
+  type Xruns,
 } from './audioDevice.js';
 import { addonLoadProblem } from '../../common/addonAdvice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { DacClock } from './dacClock.js';
-import { quietNativeStderr } from './quietStderr.js';
+import { alsaXruns, captureAlsaXruns, quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');
 type FrameIO = import('naudiodon2').FrameIO;
@@ -46,6 +47,7 @@ function loadNaudiodon(): Naudiodon {
   process.env.JACK_NO_START_SERVER ??= '1';
   try {
     naudiodon = require('naudiodon2') as Naudiodon;
+    captureAlsaXruns();
   } catch (err) {
     throw new AudioDeviceError(
       'device_failed',
@@ -122,6 +124,12 @@ export class PortAudioBackend implements AudioBackend {
     this.stallMs = opts.stallMs ?? 500;
     this.maxQueuedFrames = opts.maxQueuedFrames ?? 10;
     this.realtimePriority = opts.realtimePriority ?? AUDIO_THREAD_PRIORITY;
+  }
+
+  /** alsa-lib's own count (quietStderr.ts): PortAudio recovers from each xrun itself; this process-wide count is
+   *  the speaker's underruns and the microphone's overruns (one stream of each). */
+  xruns(): Xruns | null {
+    return alsaXruns();
   }
 
   listDevices(): AudioDeviceInfo[] {

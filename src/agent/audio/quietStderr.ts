@@ -3,9 +3,13 @@
 // stream open. They bury real log lines in journald and alarm users, so the file descriptor 2 is pointed at
 // /dev/null for the duration of those synchronous calls (dup/dup2 from our addon vendor/speaker-sys). Set
 // SPEAKER_AGENT_AUDIO_DEBUG=1 to see them. Where the addon cannot be loaded, the lines simply stay visible.
+// alsa-lib also prints a line at every xrun PortAudio recovers from ("(snd_pcm_recover) underrun occurred"), from
+// the audio thread, at any time: in the journal, on the SD card, at each glitch. Those two lines are counted
+// instead (captureAlsaXruns), `status` shows the counts, and SPEAKER_AGENT_AUDIO_DEBUG=1 prints them too.
 import { closeSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { processVariable } from '../../common/processEnv.js';
+import type { Xruns } from './audioDevice.js';
 
 type Sys = typeof import('speaker-sys');
 let sys: Sys | null | undefined;
@@ -47,4 +51,18 @@ export function quietNativeStderr<T>(fn: () => T): T {
     s.dup2(saved, 2);
     closeSync(saved);
   }
+}
+
+let capturing = false;
+
+/** Puts alsa-lib's error handler in speaker-sys (once per process): xrun lines counted, every other line printed
+ *  as alsa-lib prints it. False where the addon or alsa-lib is missing (the lines then stay on stderr). */
+export function captureAlsaXruns(): boolean {
+  if (!capturing) capturing = loadSys()?.captureAlsaXruns(Boolean(processVariable('audioDebug'))) ?? false;
+  return capturing;
+}
+
+/** alsa-lib's xruns counted since captureAlsaXruns; null when not capturing. */
+export function alsaXruns(): Xruns | null {
+  return capturing ? loadSys()!.alsaXruns() : null;
 }

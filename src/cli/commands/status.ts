@@ -35,6 +35,8 @@ export function humanStatus(s: DaemonStatus, socketPath: string): string {
     lines.push(`audio:       ${a ? `${device('microphone', a.microphone, s.listening?.micMuted ?? false)}, ${device('speaker', a.speaker, false)}` : 'not started'}` +
       (s.audio === 'virtual' ? ' (the virtual sound card)' : ''));
   }
+  // an xrun is a click or a gap heard (speaker) or audio lost (microphone); a daemon from before the field sends none
+  if (s.xruns) lines.push(`xruns:       ${s.xruns.underruns} speaker underruns, ${s.xruns.overruns} microphone overruns (ALSA's count since start)`);
   const e = s.echoCanceller;
   // a daemon from before the echo canceller sends no such field
   if (e) lines.push(`echo:        canceller ${e.state}, delay ${e.delayMs ?? '-'} ms, echo reduced ${e.erleDb ?? '-'} dB`);

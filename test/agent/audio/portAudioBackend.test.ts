@@ -1,6 +1,6 @@
 // PortAudio capture and playback on the virtual sound card: a tone played into the microphone is captured,
 // a tone written to the speaker is heard on its monitor.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -312,6 +312,54 @@ describe('PortAudioBackend', () => {
     const addon = readFileSync(createRequire(import.meta.url).resolve('naudiodon2/build/Release/naudiodon.node'));
     expect(addon.includes('JACK Audio Connection Kit')).toBe(false); // pa_jack.o's host API name
     expect(addon.includes('jack_client_open')).toBe(false);
+  });
+
+  /** Runs test/support/xrunMain.ts and stops it (SIGSTOP, 1 s) until alsa-lib has reported an underrun. */
+  async function xrunsAfterStalls(env: NodeJS.ProcessEnv): Promise<{ counted: { underruns: number; overruns: number } | null; stderr: string; handedAfter: number }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../../support/xrunMain.ts')], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    const lines = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { xruns: { underruns: number; overruns: number } | null; handed: number });
+    try {
+      await waitUntil(() => stdout.includes('open\n'), 15_000, 'both streams open');
+      for (let stall = 0; stall < 12 && !((lines().at(-1)?.xruns?.underruns ?? 0) > 0); stall++) {
+        child.kill('SIGSTOP');
+        await sleep(1000);
+        child.kill('SIGCONT');
+        await sleep(700);
+      }
+      await sleep(1000); // the speaker plays on after the xrun
+      child.stdin.end();
+      await exited;
+    } finally {
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+    }
+    const all = lines();
+    const firstXrun = all.find((l) => (l.xruns?.underruns ?? 0) > 0);
+    const last = all.at(-1)!;
+    return { counted: last.xruns, stderr, handedAfter: last.handed - (firstXrun?.handed ?? last.handed) };
+  }
+
+  it("regression: alsa-lib printed \"(snd_pcm_recover) underrun occurred\" on stderr at every xrun (a journal line on the SD card per glitch); they are counted instead", async () => {
+    const env = { ...process.env };
+    delete env.SPEAKER_AGENT_AUDIO_DEBUG;
+    const r = await xrunsAfterStalls(env);
+    expect(r.stderr).not.toMatch(/occurred/);
+    expect(r.counted!.underruns).toBeGreaterThan(0); // a real xrun happened, and alsa-lib reported it to the handler
+    expect(r.handedAfter).toBeGreaterThan(25); // the speaker played on after its xrun (PortAudio recovered): 50 a second
+  });
+
+  it('SPEAKER_AGENT_AUDIO_DEBUG=1 prints the xrun lines as alsa-lib does, each one counted', async () => {
+    const r = await xrunsAfterStalls({ ...process.env, SPEAKER_AGENT_AUDIO_DEBUG: '1' });
+    const printed = r.stderr.split('\n').filter((l) => /^ALSA lib pcm\.c:\d+:\(snd_pcm_recover\) (under|over)run occurred$/.test(l));
+    expect(r.counted!.underruns).toBeGreaterThan(0);
+    expect(printed.length).toBe(r.counted!.underruns + r.counted!.overruns);
+    // every other alsa-lib line still printed in alsa-lib's own format (the probe lines: debug mode does not hide them)
+    expect(r.stderr).toMatch(/^ALSA lib pcm\.c:\d+:\(snd_pcm_open_noupdate\) Unknown PCM /m);
   });
 
   it('a device name that matches nothing gives device_missing listing the available devices', () => {

@@ -11,8 +11,17 @@
 // pageOutFileMappings hands the kernel back the resident pages of every read-only file mapping of the process (the
 // code and constants of node and its libraries): start-up code that never runs again leaves memory, the code still
 // in use faults back in, page by page, from the disk. See PageOutFileMappings for how.
+//   captureAlsaXruns(printThem) -> true when alsa-lib's error handler is ours
+//   alsaXruns() -> { underruns, overruns } counted since the capture
+// alsa-lib prints "ALSA lib pcm.c:8570:(snd_pcm_recover) underrun occurred" on stderr at each xrun PortAudio
+// recovers from: a line in the journal (on the SD card) at every glitch, at info priority. The handler counts
+// those two messages instead (printing them only when asked: SPEAKER_AGENT_AUDIO_DEBUG) and prints every other
+// message exactly as alsa-lib does. alsa-lib is found with dlopen: it is naudiodon's, not linked here.
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -256,6 +265,64 @@ static napi_value FaultAroundOff(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// alsa-lib's snd_lib_error_handler_t (alsa/error.h, stable since 1.0; alsa-lib 1.2.15+ still calls it for errors)
+typedef void (*alsa_error_handler)(const char* file, int line, const char* function, int err, const char* fmt, ...);
+static _Atomic unsigned long alsa_underruns, alsa_overruns;
+static atomic_int alsa_print_xruns;
+static const char* (*alsa_strerror)(int);
+
+// Called on whichever thread alsa-lib reports from (PortAudio's audio thread for an xrun): no allocation, no lock.
+static void alsa_error(const char* file, int line, const char* function, int err, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int xrun = 0;
+  if (function && strcmp(function, "snd_pcm_recover") == 0) {  // pcm.c: snd_error(PCM, "%s occurred", s)
+    if (strcmp(msg, "underrun occurred") == 0) xrun = 1, atomic_fetch_add(&alsa_underruns, 1);
+    else if (strcmp(msg, "overrun occurred") == 0) xrun = 1, atomic_fetch_add(&alsa_overruns, 1);
+  }
+  if (xrun && !atomic_load(&alsa_print_xruns)) return;
+  // alsa-lib's own format (error.c, snd_lib_error_default)
+  if (err) fprintf(stderr, "ALSA lib %s:%i:(%s) %s: %s\n", file, line, function, msg, alsa_strerror ? alsa_strerror(err) : "error");
+  else fprintf(stderr, "ALSA lib %s:%i:(%s) %s\n", file, line, function, msg);
+}
+
+static napi_value CaptureAlsaXruns(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], result;
+  bool print = false;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 || napi_get_value_bool(env, argv[0], &print) != napi_ok) {
+    napi_throw_type_error(env, NULL, "captureAlsaXruns(printThem: boolean)");
+    return NULL;
+  }
+  atomic_store(&alsa_print_xruns, print ? 1 : 0);
+  // the library naudiodon links (never closed: its handler must outlive every stream)
+  void* lib = dlopen("libasound.so.2", RTLD_LAZY);
+  int (*set_handler)(alsa_error_handler) = lib ? (int (*)(alsa_error_handler))dlsym(lib, "snd_lib_error_set_handler") : NULL;
+  if (set_handler) {
+    // node unloads an addon a worker thread loaded when the worker ends: the handler must stay mapped while set
+    Dl_info self;
+    if (dladdr((void*)alsa_error, &self) && self.dli_fname) dlopen(self.dli_fname, RTLD_LAZY | RTLD_NODELETE);
+    alsa_strerror = (const char* (*)(int))dlsym(lib, "snd_strerror");
+    set_handler(alsa_error);
+  }
+  napi_get_boolean(env, set_handler != NULL, &result);
+  return result;
+}
+
+static napi_value AlsaXruns(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value result, under, over;
+  napi_create_object(env, &result);
+  napi_create_double(env, (double)atomic_load(&alsa_underruns), &under);
+  napi_create_double(env, (double)atomic_load(&alsa_overruns), &over);
+  napi_set_named_property(env, result, "underruns", under);
+  napi_set_named_property(env, result, "overruns", over);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"dup", NULL, Dup, NULL, NULL, NULL, napi_default, NULL},
@@ -264,6 +331,8 @@ NAPI_MODULE_INIT() {
       {"mallocTrim", NULL, MallocTrim, NULL, NULL, NULL, napi_default, NULL},
       {"pageOutFileMappings", NULL, PageOutFileMappings, NULL, NULL, NULL, napi_default, NULL},
       {"faultAroundOff", NULL, FaultAroundOff, NULL, NULL, NULL, napi_default, NULL},
+      {"captureAlsaXruns", NULL, CaptureAlsaXruns, NULL, NULL, NULL, napi_default, NULL},
+      {"alsaXruns", NULL, AlsaXruns, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;
