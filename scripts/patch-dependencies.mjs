@@ -335,6 +335,19 @@ export const PATCHES = [
     from: '      channel.refreshAt = int(Date.now() / 1e3) + this.channelRefreshTime;\n',
     to: '      channel.refreshAt = int(performance.now() / 1e3) + this.channelRefreshTime; // speaker-agent patch: TURN channel refreshes on the monotonic clock\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'Why the TURN relay was not reached is kept: werift passed the error (a relay certificate not trusted or not ' +
+      'yet valid by a clock that is behind, refused credentials, no route) only to its debug log, so a call that ' +
+      'only the relay could carry failed as "did not connect within 15000 ms" with nothing about the relay. The ' +
+      'agent reads it from the ICE connection when a call fails (src/agent/transport/webrtcTransport.ts).',
+    from: '      })().catch((error) => {\n        log23("query TURN server", error);\n',
+    to:
+      '      })().catch((error) => {\n' +
+      '        this.speakerAgentTurnError = error; // speaker-agent patch: why the TURN relay was not reached is kept\n' +
+      '        log23("query TURN server", error);\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

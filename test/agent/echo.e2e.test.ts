@@ -11,10 +11,7 @@
 // Every test needs the user to be HEARD while the far end talks, so today's half-duplex gate fails them all
 // (SPEAKER_AGENT_TEST_ECHO_DUPLEX=half runs them that way). They run once the settings accept audio.duplex
 // 'auto' (the agent's own canceller), the mode under test by default.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSettings } from '../../src/agent/settings.js';
@@ -22,6 +19,7 @@ import { resample } from '../../src/common/audio/resample.js';
 import { PocketsphinxRecognizer } from '../../src/companion/speech/pocketsphinxRecognizer.js';
 import { rmsDbfs } from '../../src/common/audio/signal.js';
 import { recordSource, sleep } from '../support/audioCapture.js';
+import { spawnAgentProcess } from '../support/childProcess.js';
 import { startTestCompanion, type TestCompanion } from '../support/cli.js';
 import { EchoRoom } from '../support/echoRoom.js';
 import { NARRATION, runEchoScenario, type ScenarioResult } from '../support/echoScenario.js';
@@ -94,22 +92,13 @@ interface AgentProcess {
 
 /** The agent as it runs on a device (test/support/agentProcessMain.ts), in its own process. */
 function startAgent(url: string, workspaceKey: string): AgentProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../support/agentProcessMain.ts')], {
-    env: {
-      ...process.env,
-      SPEAKER_AGENT_SERVER_URL: url,
-      SPEAKER_AGENT_WORKSPACE_KEY: workspaceKey,
-      SPEAKER_AGENT_CONFIG_DIR: mkdtempSync(path.join(os.tmpdir(), 'echo-conf-')),
-      SPEAKER_AGENT_STATE_DIR: mkdtempSync(path.join(os.tmpdir(), 'echo-state-')),
-      SPEAKER_AGENT_MIXER_CONTROL: VIRTUAL.mixerControl,
-      SPEAKER_AGENT_DUPLEX: DUPLEX,
-      // the microphone on the wire all the time: these tests are about what the canceller lets through, not the
-      // wake word (listening mode 'wake', the default, sends nothing before it)
-      SPEAKER_AGENT_LISTENING_MODE: 'always',
-      // debug: the canceller's every block (its ERLE and the delay estimate) for a failure's account
-      SPEAKER_AGENT_LOG_LEVEL: 'debug',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const child = spawnAgentProcess(url, workspaceKey, 'echo', {
+    SPEAKER_AGENT_DUPLEX: DUPLEX,
+    // the microphone on the wire all the time: these tests are about what the canceller lets through, not the
+    // wake word (listening mode 'wake', the default, sends nothing before it)
+    SPEAKER_AGENT_LISTENING_MODE: 'always',
+    // debug: the canceller's every block (its ERLE and the delay estimate) for a failure's account
+    SPEAKER_AGENT_LOG_LEVEL: 'debug',
   });
   const userSaid: string[] = [];
   const aecLog: string[] = [];

@@ -3,14 +3,18 @@
 // (PortAudio on the virtual card, werift) against the TEST PEER in its own process inside a network namespace,
 // Debian's coturn as the relay (test/support/turnServer.ts), the firewall made with policy routing
 // (netns.ts admitUdpOnlyFromPorts). Before this test nothing in the project had made a call through TURN.
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SpeakerAgent } from '../../src/agent/agent.js';
 import { humanStatus } from '../../src/cli/commands/status.js';
 import type { IceServer } from '../../src/protocol/session.js';
 import { sleep, waitUntil } from '../support/audioCapture.js';
 import { callAcrossNetNs } from '../support/callAcrossNetNs.js';
+import { spawnAgentProcess } from '../support/childProcess.js';
 import { createNetNs } from '../support/netns.js';
 import { TestAssistantPeerProcess } from '../support/testAssistantPeer.js';
+import { serverCertificate, type TestCertificates } from '../support/tlsCertificates.js';
 import { startTurnServer, type TurnServer } from '../support/turnServer.js';
 
 const KEY = 'ws-turn-relay-key-0123456789';
@@ -21,13 +25,48 @@ const ns = createNetNs();
 let turn: TurnServer | undefined;
 let peer: TestAssistantPeerProcess | undefined;
 let agent: SpeakerAgent | undefined;
+/** coturn's certificate for turns: (signed by a test CA that only an agent started with it trusts) */
+let certs: TestCertificates | undefined;
+let child: ChildProcess | undefined;
 
 afterAll(async () => {
+  child?.kill('SIGKILL');
   await agent?.stop();
   await peer?.kill();
   await turn?.stop();
+  certs?.remove();
   ns?.remove();
 });
+
+/**
+ * The agent in its own process (test/support/agentProcessMain.ts), the microphone on the wire from the start: node
+ * reads the CAs it trusts beyond its own (NODE_EXTRA_CA_CERTS) only when it starts. Resolves with its first line
+ * that says the call connected or failed.
+ */
+function agentProcess(url: string, extraCa?: string): Promise<{ line: string; connected: boolean }> {
+  // a developer shell's NODE_EXTRA_CA_CERTS is not inherited: only the CA given here is trusted beyond node's own
+  const c = spawnAgentProcess(url, KEY, 'turns', { SPEAKER_AGENT_LISTENING_MODE: 'always', NODE_EXTRA_CA_CERTS: extraCa });
+  child = c;
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('the agent neither connected nor failed within 60 s')), 60_000);
+    createInterface({ input: c.stdout! }).on('line', (line) => {
+      const connected = line.includes('"msg":"call connected"');
+      if (!connected && !line.includes('"msg":"call failed')) return;
+      clearTimeout(t);
+      resolve({ line, connected });
+    });
+    c.once('exit', (code) => reject(new Error(`the agent exited (${code}) before its first call`)));
+  });
+}
+
+async function stopAgentProcess(): Promise<void> {
+  const c = child;
+  child = undefined;
+  if (!c || c.exitCode !== null) return;
+  const exited = new Promise((r) => c.once('exit', r));
+  c.kill('SIGTERM');
+  await exited;
+}
 
 interface Internals {
   call?: {
@@ -67,7 +106,8 @@ async function nextCall(appSource: string, iceServers: IceServer[], firstCallMs?
 
 describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP only from the relay)', () => {
   it('with the relay offered and the direct path open, the call goes direct (no hop, no third party)', async () => {
-    turn = await startTurnServer(ns!.hostIp, RELAY_PORTS);
+    certs = serverCertificate(-1, 30, ns!.hostIp);
+    turn = await startTurnServer(ns!.hostIp, RELAY_PORTS, certs);
     agent = (await callAcrossNetNs(ns!, KEY, 'turn-direct', (c) => ({ peer, agent } = c), { peer: { iceServers: [turn.iceServer] } })).agent;
     expect(selectedCandidate(agent).type).toBe('host');
     expect(agent.snapshot().route).toBe('direct');
@@ -119,7 +159,10 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     // the namespace drops this UDP (its firewall) and refuses TCP: no relay there, and no direct path either
     const dead = { ...turn!.iceServer, urls: [`turn:${ns!.nsIp}:3478`] };
     agent = await nextCall('turn-next', [dead, turn!.iceServer], 45_000);
-    expect(agent.snapshot().lastError?.message).toContain(`(relayed through turn:${ns!.nsIp}:3478; the next attempt tries ${turn!.iceServer.urls[0]})`);
+    // and says why (its TCP fallback refused; before, the reason was werift's debug log only)
+    expect(agent.snapshot().lastError?.message).toContain(
+      `(the TURN relay turn:${ns!.nsIp}:3478 was not reached: connect ECONNREFUSED ${ns!.nsIp}:3478; the next attempt tries ${turn!.iceServer.urls[0]})`,
+    );
     expect(selectedCandidate(agent).type).toBe('relay');
     expect(agent.snapshot().route).toBe('relayed');
     expect(await (agent as unknown as Internals).call!.o.transport.probe()).toBe(true);
@@ -137,6 +180,59 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     expect((await peer!.stats()).packetsOut - before.packetsOut, 'service -> device').toBeGreaterThanOrEqual(50);
     expect(await (agent as unknown as Internals).call!.o.transport.probe()).toBe(true);
   }, 60_000);
+
+  it('through the relay over TLS (turns:), as a session names it for networks open only to TLS; a relay whose certificate is not trusted is not used', async () => {
+    await agent?.stop();
+    await peer?.kill();
+    agent = undefined;
+    const turns: IceServer = { ...turn!.iceServer, urls: [`turns:${turn!.ip}:${turn!.tlsPort}`] };
+    peer = new TestAssistantPeerProcess({ workspaceKey: KEY, host: ns!.nsIp, netns: ns!.name, iceServers: [turns] });
+    await peer.start();
+    // the relay's certificate signed by a CA this node does not trust: no relay, so (behind the firewall) no call
+    const refused = await agentProcess(peer.url);
+    expect(refused.connected, refused.line).toBe(false);
+    // regression: the reason was werift's debug log only; the failure said "did not connect within 15000 ms"
+    expect(JSON.parse(refused.line).msg).toMatch(
+      new RegExp(`^call failed: the call did not connect within \\d+ ms \\(the TURN relay turns:${turn!.ip}:${turn!.tlsPort} was not reached: unable to verify the first certificate \\(UNABLE_TO_VERIFY_LEAF_SIGNATURE\\)\\)$`),
+    );
+    await stopAgentProcess();
+    expect(turn!.log()).not.toMatch(/method=TLS/); // no session over TLS was made
+    // the same with the CA trusted (a public TURN service's certificate is trusted as node's own CAs are)
+    const before = await peer.stats();
+    const trusted = await agentProcess(peer.url, certs!.caFile);
+    expect(trusted.connected, trusted.line).toBe(true);
+    expect(JSON.parse(trusted.line)).toMatchObject({ route: 'relayed' });
+    let now = before;
+    for (const end = performance.now() + 10_000; performance.now() < end; await sleep(250)) {
+      now = await peer.stats();
+      if (now.packetsIn - before.packetsIn >= 50 && now.packetsOut - before.packetsOut >= 50) break;
+    }
+    expect(now.packetsIn - before.packetsIn, 'device -> service').toBeGreaterThanOrEqual(50);
+    expect(now.packetsOut - before.packetsOut, 'service -> device').toBeGreaterThanOrEqual(50);
+    // coturn's session came over TLS, to its TLS port
+    expect(turn!.log()).toMatch(new RegExp(`method=TLSv1\\.[23]`));
+    expect(turn!.log()).toMatch(new RegExp(`local ${turn!.ip.replaceAll('.', '\\.')}:${turn!.tlsPort}|ALLOCATE processed, success`));
+    await stopAgentProcess();
+  }, 150_000);
+
+  it("a relay certificate that is not yet valid by this device's clock (a board without a real-time clock, before NTP) is refused, and the error points at the clock", async () => {
+    await peer?.kill();
+    const future = serverCertificate(30, 60, ns!.hostIp); // valid from 30 days on: the device's clock is "behind"
+    const relay = await startTurnServer(ns!.hostIp, [20224, 20239], future);
+    try {
+      peer = new TestAssistantPeerProcess({ workspaceKey: KEY, host: ns!.nsIp, netns: ns!.name, iceServers: [{ ...relay.iceServer, urls: [`turns:${relay.ip}:${relay.tlsPort}`] }] });
+      await peer.start();
+      const r = await agentProcess(peer.url, future.caFile); // its CA trusted: only the dates are wrong
+      expect(r.connected, r.line).toBe(false);
+      expect(JSON.parse(r.line).msg).toMatch(
+        new RegExp(`\\(the TURN relay turns:${relay.ip}:${relay.tlsPort} was not reached: the relay's certificate is not yet valid by this machine's clock, \\S+: is the clock wrong\\?`),
+      );
+      await stopAgentProcess();
+    } finally {
+      await relay.stop();
+      future.remove();
+    }
+  }, 90_000);
 
   it('the firewall is real: without the relay the same call does not connect', async () => {
     await agent?.stop();

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { IceServer } from '../../src/protocol/session.js';
@@ -16,6 +17,8 @@ export interface TurnServer {
   iceServer: IceServer;
   ip: string;
   port: number;
+  /** TURN over TLS (turns:IP:tlsPort), when started with a certificate */
+  tlsPort?: number;
   /** coturn's log so far */
   log(): string;
   stop(): Promise<void>;
@@ -28,6 +31,28 @@ async function freeUdpPort(ip: string): Promise<number> {
   const { port } = s.address();
   await new Promise<void>((r) => s.close(() => r()));
   return port;
+}
+
+/** A free TCP port on `ip` (the same way). */
+async function freeTcpPort(ip: string): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, ip, r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** Resolves once ip:port accepts a TCP connection (coturn's TLS listener). */
+async function acceptsTcp(ip: string, port: number, timeoutMs: number): Promise<void> {
+  let accepted = false;
+  const end = performance.now() + timeoutMs;
+  while (!accepted && performance.now() < end) {
+    accepted = await new Promise<boolean>((r) => {
+      const c = connect(port, ip, () => (c.destroy(), r(true)));
+      c.once('error', () => setTimeout(() => r(false), 100));
+    });
+  }
+  if (!accepted) throw new Error(`coturn did not accept TLS connections on ${ip}:${port} within ${timeoutMs} ms`);
 }
 
 /** Resolves once a STUN Binding request to ip:port is answered (coturn logs nothing when its listeners are up). */
@@ -53,13 +78,14 @@ async function answersBinding(ip: string, port: number, timeoutMs: number): Prom
 }
 
 /**
- * Starts coturn listening on `ip` (UDP and TCP), relaying from `ip` on ports relayPorts[0]..relayPorts[1]; resolves
+ * Starts coturn listening on `ip` (UDP and TCP, and TLS with `tls`'s certificate), relaying from `ip` on ports relayPorts[0]..relayPorts[1]; resolves
  * once it listens. Throws, naming setup.sh, where coturn is not installed.
  */
-export async function startTurnServer(ip: string, relayPorts: readonly [number, number]): Promise<TurnServer> {
+export async function startTurnServer(ip: string, relayPorts: readonly [number, number], tls?: { certFile: string; keyFile: string }): Promise<TurnServer> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'turn-'));
   const logFile = path.join(dir, 'turn.log');
   const port = await freeUdpPort(ip);
+  const tlsPort = tls ? await freeTcpPort(ip) : undefined;
   const username = 'speaker';
   const credential = 'relay-password-for-tests';
   const child: ChildProcess = spawn(
@@ -80,7 +106,7 @@ export async function startTurnServer(ip: string, relayPorts: readonly [number, 
       `--log-file=${logFile}`,
       '--simple-log',
       '--no-stdout-log',
-      '--no-tls',
+      ...(tls ? [`--tls-listening-port=${tlsPort}`, `--cert=${tls.certFile}`, `--pkey=${tls.keyFile}`] : ['--no-tls']),
       '--no-dtls',
       '--no-cli',
       // coturn refuses to relay to loopback peers unless told (403 Forbidden IP): a test on 127.0.0.1 has only those
@@ -107,7 +133,7 @@ export async function startTurnServer(ip: string, relayPorts: readonly [number, 
     await Promise.race([
       spawnError,
       exited.then(() => Promise.reject(new Error(`turnserver exited at start: ${stderr}${log()}`))),
-      answersBinding(ip, port, 10_000),
+      answersBinding(ip, port, 10_000).then(() => (tlsPort === undefined ? undefined : acceptsTcp(ip, tlsPort, 10_000))),
     ]);
   } catch (e) {
     child.kill('SIGKILL');
@@ -118,6 +144,7 @@ export async function startTurnServer(ip: string, relayPorts: readonly [number, 
     iceServer: { urls: [`turn:${ip}:${port}`], username, credential },
     ip,
     port,
+    tlsPort,
     log,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {

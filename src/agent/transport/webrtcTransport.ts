@@ -19,6 +19,7 @@ import { OPUS_RTP } from '../../protocol/media.js';
 import { AgentError } from '../errors.js';
 import type { TurnRotation } from './turnRotation.js';
 import type { CallRoute, TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
+import { certificateClockProblem } from '../../common/certificateClock.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 import type { ClientEvent } from '../../protocol/events.js';
 
@@ -39,6 +40,18 @@ export function toWeriftIceServers(servers: IceServer[]): RTCIceServer[] {
   }));
 }
 
+/** Why the call's TURN relay gave no candidate, in words (a certificate refused by a clock that is behind says so);
+ *  undefined when it gave one or none was offered. */
+function turnProblem(pc: RTCPeerConnection): string | undefined {
+  const err = (pc.iceTransports[0]?.connection as unknown as IceConnectionInternals | undefined)?.speakerAgentTurnError;
+  if (err === undefined) return undefined;
+  const clock = certificateClockProblem(err);
+  if (clock) return clock.replace("the server's certificate", "the relay's certificate");
+  const e = err as { message?: unknown; code?: unknown };
+  const message = typeof e.message === 'string' && e.message ? e.message : String(err);
+  return typeof e.code === 'string' && !message.includes(e.code) ? `${message} (${e.code})` : message;
+}
+
 /** The parts of werift's ICE connection (0.24.4, not in its public types) a consent check needs. */
 interface IceConnectionInternals {
   state: string;
@@ -53,6 +66,8 @@ interface IceConnectionInternals {
   localUsername: string;
   remoteUsername: string;
   remotePassword: string;
+  /** why the TURN relay was not reached (scripts/patch-dependencies.mjs keeps it; werift only logged it) */
+  speakerAgentTurnError?: unknown;
   iceControlling: boolean;
   buildRequest(o: { nominate: boolean; localUsername: string; remoteUsername: string; iceControlling: boolean; localCandidate: unknown }): unknown;
 }
@@ -148,10 +163,12 @@ export class WebrtcTransport implements TransportLayer {
       this.connected = true;
       void this.probe(); // where the peer sees us now: what later probes compare with
     } catch (err) {
+      const relayProblem = turnProblem(pc);
       await this.close();
       const tried = this.opts.turn?.current(o.session.iceServers);
       const next = this.opts.turn?.failed(o.session.iceServers);
-      if (next) this.note = `relayed through ${tried}; the next attempt tries ${next}`;
+      const relay = relayProblem ? `the TURN relay ${tried ?? ''} was not reached: ${relayProblem}` : next ? `relayed through ${tried}` : undefined;
+      this.note = next ? `${relay}; the next attempt tries ${next}` : relay;
       if (err instanceof AgentError) throw err;
       throw new AgentError('call_failed', `WebRTC setup failed: ${(err as Error).message}`, { cause: err });
     }
