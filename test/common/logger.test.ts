@@ -1,12 +1,14 @@
 // The log's lines under systemd: each prefixed with its syslog priority when stdout is the journal's stream
 // (JOURNAL_STREAM names it), which journald stores as the entry's PRIORITY and strips. A real child process writes
-// to a real file whose device and inode are put in JOURNAL_STREAM, as systemd does with its socket; journald itself
-// does not run here (no systemd), the prefix convention is its SyslogLevelPrefix= (systemd.exec(5)).
+// to a real file whose device and inode are put in JOURNAL_STREAM, as systemd does with its socket; and to a real
+// systemd-journald (test/support/journald.ts: Debian's, in a private mount namespace, systemd not being PID 1 here),
+// which stores what it makes of the prefix (systemd.exec(5), SyslogLevelPrefix=).
 import { spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { journaldAvailable, runUnderJournald } from '../support/journald.js';
 
 const LOGGER = path.resolve(import.meta.dirname, '../../src/common/logger.ts');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'logger-'));
@@ -40,6 +42,24 @@ describe('createLogger', () => {
       expect(lines.map((l) => l.slice(0, 3))).toEqual(['<7>', '<6>', '<4>', '<3>', '<2>']);
       expect(lines.map((l) => (JSON.parse(l.slice(3)) as { msg: string }).msg)).toEqual(['d', 'i', 'w', 'e', 'f']);
     }
+  });
+
+  it.runIf(journaldAvailable())('under a real journald each line is stored with its priority (journalctl -p warning works), its text the JSON line', () => {
+    const code = `const { createLogger } = require(${JSON.stringify(LOGGER)});
+      const log = createLogger({ level: 'debug' });
+      log.debug('d'); log.info('i'); log.warn({ attempts: 3 }, 'w'); log.error('e'); log.fatal('f');`;
+    const r = runUnderJournald('speaker-agent', [process.execPath, '--import', 'tsx', '-e', code], { ...process.env, JOURNAL_STREAM: undefined }, ['-p', 'warning']);
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.entries.filter((e) => e.MESSAGE?.startsWith('{'));
+    expect(lines.map((e) => [e.PRIORITY, (JSON.parse(e.MESSAGE!) as { msg: string }).msg])).toEqual([
+      ['7', 'd'],
+      ['6', 'i'],
+      ['4', 'w'],
+      ['3', 'e'],
+      ['2', 'f'],
+    ]);
+    expect(JSON.parse(lines[2].MESSAGE!)).toMatchObject({ level: 40, attempts: 3, msg: 'w' }); // the prefix stripped, nothing else
+    expect(r.selected.map((e) => (JSON.parse(e.MESSAGE!) as { msg: string }).msg)).toEqual(['w', 'e', 'f']); // journalctl -p warning
   });
 
   it('writes plain JSON lines elsewhere: no JOURNAL_STREAM, or one that names another stream (a redirect)', () => {

@@ -1,0 +1,61 @@
+// A real systemd-journald for tests, where systemd is not PID 1 (CI's containers, this machine): Debian's journald
+// (the systemd package, `setup.sh --dev`) started in a private mount namespace with its own /run/systemd and
+// /run/log (tmpfs: nothing of the host's journal is read or written), a command run with its stdout on journald's
+// stream socket as systemd connects a unit's (systemd-cat, JOURNAL_STREAM set to that socket as systemd sets it),
+// and the entries journald stored read back with journalctl. Needs root (a mount namespace).
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+export const JOURNALD = ['/lib/systemd/systemd-journald', '/usr/lib/systemd/systemd-journald'].find((p) => existsSync(p));
+
+/** Whether this machine can run it: journald installed, root, and `unshare` (util-linux). */
+export function journaldAvailable(): boolean {
+  return JOURNALD !== undefined && process.getuid?.() === 0 && spawnSync('unshare', ['--version']).status === 0;
+}
+
+export interface JournalEntry {
+  PRIORITY?: string;
+  MESSAGE?: string;
+  SYSLOG_IDENTIFIER?: string;
+  [field: string]: unknown;
+}
+
+/** Runs `command` (argv) under a private journald with SYSLOG_IDENTIFIER `identifier`; returns its journal entries,
+ *  all of them and those journalctl selects with `select` (e.g. ['-p', 'warning']). */
+export function runUnderJournald(
+  identifier: string,
+  command: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  select: string[] = [],
+): { entries: JournalEntry[]; selected: JournalEntry[]; status: number | null; stderr: string } {
+  const script = `
+set -e
+mount -t tmpfs tmpfs /run/systemd 2>/dev/null || { mkdir -p /run/systemd && mount -t tmpfs tmpfs /run/systemd; }
+mkdir -p /run/log && mount -t tmpfs tmpfs /run/log
+# a persistent journal on the host (Storage=auto writes there when it exists) is hidden too
+[ -d /var/log/journal ] && mount -t tmpfs tmpfs /var/log/journal
+"$JOURNALD" >/dev/null 2>&1 &
+journald=$!
+for i in $(seq 100); do [ -S /run/systemd/journal/stdout ] && break; sleep 0.05; done
+set +e
+systemd-cat -t "$IDENT" sh -c 'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/$$/fd/1) exec "$@"' sh "$@"
+status=$?
+journalctl --sync 2>/dev/null || sleep 0.3
+journalctl -D /run/log/journal -o json --no-pager -t "$IDENT" >&3
+echo '--- selected' >&3
+journalctl -D /run/log/journal -o json --no-pager -t "$IDENT" $SELECT >&3
+kill $journald
+exit $status`;
+  const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `exec 3>&1 1>&2; ${script}`, 'sh', ...command], {
+    env: { ...env, JOURNALD, IDENT: identifier, SELECT: select.join(' ') },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  const parse = (text: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as JournalEntry);
+  const [all, selected = ''] = r.stdout.split('--- selected\n');
+  return { entries: parse(all), selected: parse(selected), status: r.status, stderr: r.stderr };
+}
