@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../support/audioCapture.js';
-import { deviceDirs, enrollDevice, json, runCli, spawnCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { CLI, deviceDirs, enrollDevice, json, runCli, spawnCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
+import { journaldAvailable, runUnderJournald } from '../support/journald.js';
 import { startNotifyReceiver } from '../support/notifySocket.js';
 
 const ROOT_DIR = path.resolve(import.meta.dirname, '../..');
@@ -149,6 +150,31 @@ describe('speaker-agent run (daemon)', () => {
       await new Promise((r) => first.on('exit', r));
     }
   }, 120_000);
+});
+
+describe('the journal a speaker writes (a real systemd-journald, test/support/journald.ts): what wears its SD card', () => {
+  it.runIf(journaldAvailable())('a start is a dozen lines, a call idle for 25 s none, and every line is a JSON line stored at its own priority (no library output)', async () => {
+    // the default log level; the speaker idle in its call (listening for the wake word) until SIGTERM
+    const r = await runUnderJournald('speaker-agent', ['timeout', '-s', 'TERM', '35', process.execPath, CLI, 'run'], { ...dev.env, SPEAKER_AGENT_LOG_LEVEL: 'info' });
+    expect(r.status, r.stderr).toBe(124); // timeout's status: the agent ran until it was stopped
+    const lines = r.entries.map((e) => ({ priority: e.PRIORITY, at: Number(e.__REALTIME_TIMESTAMP) / 1000, text: e.MESSAGE ?? '' }));
+    const parsed = lines.map((l) => {
+      expect(() => JSON.parse(l.text), `not a log line of ours: ${l.text}`).not.toThrow(); // e.g. "ALSA lib ...", a native library's warning
+      return { ...l, json: JSON.parse(l.text) as { level: number; msg: string } };
+    });
+    // each stored at its own level's priority (info 6, warn 4, error 3)
+    for (const l of parsed) expect(l.priority, l.text).toBe(String({ 30: 6, 40: 4, 50: 3, 60: 2 }[l.json.level]));
+    const connected = parsed.findIndex((l) => l.json.msg === 'call connected');
+    const stopping = parsed.findIndex((l) => l.json.msg === 'shutting down');
+    expect(connected, parsed.map((l) => l.json.msg).join('\n')).toBeGreaterThan(0);
+    expect(stopping).toBeGreaterThan(connected);
+    expect(connected + 1, 'lines up to the call').toBeLessThanOrEqual(15);
+    // idle in the call: nothing, but what is said once per call on a busy machine (a speaker underrun at the start)
+    // and the start's own last lines (the wake word engine, the audio threads) within 5 s of the call
+    const idle = parsed.slice(connected + 1, stopping).filter((l) => l.at > parsed[connected].at + 5_000 && !l.json.msg.includes('said once per call'));
+    expect(idle.map((l) => l.text)).toEqual([]);
+    expect(parsed[stopping].at - parsed[connected].at, 'the idle span measured').toBeGreaterThan(20_000);
+  }, 90_000);
 });
 
 describe('speaker-agent run --demo (the README\'s first command)', () => {

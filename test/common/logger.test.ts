@@ -44,11 +44,11 @@ describe('createLogger', () => {
     }
   });
 
-  it.runIf(journaldAvailable())('under a real journald each line is stored with its priority (journalctl -p warning works), its text the JSON line', () => {
+  it.runIf(journaldAvailable())('under a real journald each line is stored with its priority (journalctl -p warning works), its text the JSON line', async () => {
     const code = `const { createLogger } = require(${JSON.stringify(LOGGER)});
       const log = createLogger({ level: 'debug' });
       log.debug('d'); log.info('i'); log.warn({ attempts: 3 }, 'w'); log.error('e'); log.fatal('f');`;
-    const r = runUnderJournald('speaker-agent', [process.execPath, '--import', 'tsx', '-e', code], { ...process.env, JOURNAL_STREAM: undefined }, ['-p', 'warning']);
+    const r = await runUnderJournald('speaker-agent', [process.execPath, '--import', 'tsx', '-e', code], { ...process.env, JOURNAL_STREAM: undefined }, ['-p', 'warning']);
     expect(r.status, r.stderr).toBe(0);
     const lines = r.entries.filter((e) => e.MESSAGE?.startsWith('{'));
     expect(lines.map((e) => [e.PRIORITY, (JSON.parse(e.MESSAGE!) as { msg: string }).msg])).toEqual([

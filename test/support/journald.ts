@@ -3,7 +3,7 @@
 // /run/log (tmpfs: nothing of the host's journal is read or written), a command run with its stdout on journald's
 // stream socket as systemd connects a unit's (systemd-cat, JOURNAL_STREAM set to that socket as systemd sets it),
 // and the entries journald stored read back with journalctl. Needs root (a mount namespace).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 export const JOURNALD = ['/lib/systemd/systemd-journald', '/usr/lib/systemd/systemd-journald'].find((p) => existsSync(p));
@@ -22,12 +22,12 @@ export interface JournalEntry {
 
 /** Runs `command` (argv) under a private journald with SYSLOG_IDENTIFIER `identifier`; returns its journal entries,
  *  all of them and those journalctl selects with `select` (e.g. ['-p', 'warning']). */
-export function runUnderJournald(
+export async function runUnderJournald(
   identifier: string,
   command: string[],
   env: NodeJS.ProcessEnv = process.env,
   select: string[] = [],
-): { entries: JournalEntry[]; selected: JournalEntry[]; status: number | null; stderr: string } {
+): Promise<{ entries: JournalEntry[]; selected: JournalEntry[]; status: number | null; stderr: string }> {
   const script = `
 set -e
 mount -t tmpfs tmpfs /run/systemd 2>/dev/null || { mkdir -p /run/systemd && mount -t tmpfs tmpfs /run/systemd; }
@@ -46,11 +46,17 @@ echo '--- selected' >&3
 journalctl -D /run/log/journal -o json --no-pager -t "$IDENT" $SELECT >&3
 kill $journald
 exit $status`;
-  const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `exec 3>&1 1>&2; ${script}`, 'sh', ...command], {
+  // not spawnSync: the command may talk to a server in this process (a test's companion)
+  const child = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `exec 3>&1 1>&2; ${script}`, 'sh', ...command], {
     env: { ...env, JOURNALD, IDENT: identifier, SELECT: select.join(' ') },
-    encoding: 'utf8',
-    timeout: 60_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const r = { stdout: '', stderr: '', status: null as number | null };
+  child.stdout.on('data', (d: Buffer) => (r.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (r.stderr += d.toString()));
+  const kill = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  r.status = await new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  clearTimeout(kill);
   const parse = (text: string) =>
     text
       .split('\n')
