@@ -11,12 +11,19 @@
 # Checking the flags costs one `node FLAGS --version` per start (27-37 ms on x86-64), not a process that stays.
 set -f # the flags are split on spaces below, never globbed
 
+# Under systemd, stderr is the journal's stream (JOURNAL_STREAM names it): each line then carries its syslog
+# priority, as the agent's own lines do (src/common/logger.ts), so `journalctl -p warning` shows these too.
+prio3= prio4=
+if [ -n "${JOURNAL_STREAM:-}" ] && [ "$(stat -L -c %d:%i /proc/$$/fd/2 2>/dev/null)" = "$JOURNAL_STREAM" ]; then
+  prio3='<3>' prio4='<4>'
+fi
+
 node=${1:?usage: launch-node.sh NODE [NODE_FLAG ...] -- SCRIPT [ARG ...]}
 shift
 if [ ! -x "$node" ]; then
-  echo "speaker-agent: $node, the Node this speaker was installed with, is gone. Run 'sudo scripts/install.sh' again from the checkout to install with the Node you have now." >&2
-  fallback=$(command -v node) || { echo "speaker-agent: and there is no node on the PATH ($PATH)" >&2; exit 127; }
-  echo "speaker-agent: running with $fallback meanwhile" >&2
+  echo "${prio4}speaker-agent: $node, the Node this speaker was installed with, is gone. Run 'sudo scripts/install.sh' again from the checkout to install with the Node you have now." >&2
+  fallback=$(command -v node) || { echo "${prio3}speaker-agent: and there is no node on the PATH ($PATH)" >&2; exit 127; }
+  echo "${prio4}speaker-agent: running with $fallback meanwhile" >&2
   node=$fallback
 fi
 
@@ -34,7 +41,7 @@ if [ -n "$flags" ] && ! "$node" $flags --version >/dev/null 2>&1; then
     if "$node" "$f" --version >/dev/null 2>&1; then
       kept="$kept $f"
     else
-      echo "speaker-agent: $node ($("$node" --version 2>/dev/null)) refuses the option $f: starting without it (it saves memory; README, Node.js versions)" >&2
+      echo "${prio4}speaker-agent: $node ($("$node" --version 2>/dev/null)) refuses the option $f: starting without it (it saves memory; README, Node.js versions)" >&2
     fi
   done
   flags=$kept

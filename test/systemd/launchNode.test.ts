@@ -5,6 +5,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { journaldAvailable, runUnderJournald } from '../support/journald.js';
 
 const LAUNCH = path.resolve(import.meta.dirname, '../../bin/launch-node.sh');
 const NODE = process.execPath;
@@ -63,6 +64,22 @@ describe('bin/launch-node.sh', () => {
     const r = launch(['/nonexistent/bin/node', '--', '-e', '0'], { ...process.env, PATH: '/nonexistent' });
     expect(r.status).toBe(127);
     expect(r.stderr).toContain('and there is no node on the PATH (/nonexistent)');
+  });
+
+  it.runIf(journaldAvailable())('under a real journald its notices are stored as warnings (journalctl -p warning shows them), node\'s own output at info', async () => {
+    const r = await runUnderJournald('speaker-agent', [LAUNCH, '/nonexistent/bin/node', '--no-such-flag-in-any-v8', '--', '-e', 'console.log("node ran")'], {
+      ...process.env,
+      PATH: PATH_WITH_NODE,
+      JOURNAL_STREAM: undefined,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.entries.map((e) => e.PRIORITY)).toEqual(['4', '4', '4', '6']);
+    expect(r.entries.map((e) => e.MESSAGE)).toEqual([
+      expect.stringContaining('/nonexistent/bin/node, the Node this speaker was installed with, is gone'),
+      `speaker-agent: running with ${NODE} meanwhile`,
+      expect.stringContaining('refuses the option --no-such-flag-in-any-v8: starting without it'),
+      'node ran',
+    ]);
   });
 
   it('a command line without -- before the script is refused, not run as flags', () => {
