@@ -339,10 +339,11 @@ export const PATCHES = [
     file: 'node_modules/werift/lib/index.mjs',
     why:
       'Why the TURN relay was not reached is kept: werift passed the error (a relay certificate not trusted or not ' +
-      'yet valid by a clock that is behind, refused credentials, no route) only to its debug log, so a call that ' +
+      'yet valid by a clock that is behind, a refused connection) only to its debug log, so a call that ' +
       'only the relay could carry failed as "did not connect within 15000 ms" with nothing about the relay. The ' +
       'agent reads it from the ICE connection when a call fails (src/agent/transport/webrtcTransport.ts).',
     from: '      })().catch((error) => {\n        log23("query TURN server", error);\n',
+    // (the agent gathers once per peer connection and never restarts ICE, so the error is this gathering's)
     to:
       '      })().catch((error) => {\n' +
       '        this.speakerAgentTurnError = error; // speaker-agent patch: why the TURN relay was not reached is kept\n' +

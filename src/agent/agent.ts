@@ -66,8 +66,8 @@ export interface AgentStatus {
   nextAttemptInMs?: number | null;
   /** the sound card's devices (reopened in the background when they fail) */
   audioDevices: { microphone: string; speaker: string } | null;
-  /** the sound card's own xruns since start (ALSA's count: speaker underruns, microphone overruns); null where the
-   *  backend does not count them */
+  /** the sound card's xruns since start (PortAudio's count: speaker underruns, microphone overruns); null where
+   *  the backend does not count them */
   xruns: Xruns | null;
   /** the echo canceller (audio.duplex auto): state, delay, echo reduction; null when it does not run */
   echoCanceller: AecStats | null;

@@ -49,6 +49,7 @@ async function acceptsTcp(ip: string, port: number, timeoutMs: number): Promise<
   while (!accepted && performance.now() < end) {
     accepted = await new Promise<boolean>((r) => {
       const c = connect(port, ip, () => (c.destroy(), r(true)));
+      c.setTimeout(1_000, () => c.destroy(new Error('no answer'))); // a dropped SYN would wait minutes
       c.once('error', () => setTimeout(() => r(false), 100));
     });
   }

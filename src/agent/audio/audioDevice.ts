@@ -52,7 +52,7 @@ export interface PlaybackDevice {
   onStarved?: (ms: number, queuedMs: number) => void;
 }
 
-/** The sound card's own xruns since the process started: the device ran dry (speaker) or over (microphone). */
+/** The sound card's xruns: the device ran dry (speaker) or over (microphone); each is a click, a gap or lost audio. */
 export interface Xruns {
   underruns: number;
   overruns: number;
@@ -62,7 +62,7 @@ export interface AudioBackend {
   listDevices(): AudioDeviceInfo[];
   openCapture(deviceName: string): CaptureDevice;
   openPlayback(deviceName: string): PlaybackDevice;
-  /** null where the backend cannot count them (or before its first device) */
+  /** since the backend was made; null where it cannot count them */
   xruns?(): Xruns | null;
 }
 

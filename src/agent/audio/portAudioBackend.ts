@@ -32,7 +32,7 @@ import { addonLoadProblem } from '../../common/addonAdvice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
 import { DacClock } from './dacClock.js';
-import { alsaXruns, captureAlsaXruns, quietNativeStderr } from './quietStderr.js';
+import { captureAlsaXruns, quietNativeStderr } from './quietStderr.js';
 
 type Naudiodon = typeof import('naudiodon2');
 type FrameIO = import('naudiodon2').FrameIO;
@@ -47,7 +47,6 @@ function loadNaudiodon(): Naudiodon {
   process.env.JACK_NO_START_SERVER ??= '1';
   try {
     naudiodon = require('naudiodon2') as Naudiodon;
-    captureAlsaXruns();
   } catch (err) {
     throw new AudioDeviceError(
       'device_failed',
@@ -55,6 +54,7 @@ function loadNaudiodon(): Naudiodon {
       err,
     );
   }
+  captureAlsaXruns(); // alsa-lib's xrun lines off stderr (quietStderr.ts); never fails the audio
   return naudiodon;
 }
 
@@ -126,10 +126,11 @@ export class PortAudioBackend implements AudioBackend {
     this.realtimePriority = opts.realtimePriority ?? AUDIO_THREAD_PRIORITY;
   }
 
-  /** alsa-lib's own count (quietStderr.ts): PortAudio recovers from each xrun itself; this process-wide count is
-   *  the speaker's underruns and the microphone's overruns (one stream of each). */
-  xruns(): Xruns | null {
-    return alsaXruns();
+  /** the xruns PortAudio reported to this backend's streams since it was made (it recovers from each itself) */
+  private readonly counted: Xruns = { underruns: 0, overruns: 0 };
+
+  xruns(): Xruns {
+    return { ...this.counted };
   }
 
   listDevices(): AudioDeviceInfo[] {
@@ -152,7 +153,13 @@ export class PortAudioBackend implements AudioBackend {
 
   openCapture(deviceName: string): CaptureDevice {
     const dev = resolveDevice(this.listDevices(), deviceName, 'input');
-    return new PortAudioCapture(dev, { framesPerBuffer: this.captureFramesPerBuffer, stallMs: this.stallMs, latencyMs: this.inputLatencyMs, realtimePriority: this.realtimePriority });
+    return new PortAudioCapture(dev, {
+      framesPerBuffer: this.captureFramesPerBuffer,
+      stallMs: this.stallMs,
+      latencyMs: this.inputLatencyMs,
+      realtimePriority: this.realtimePriority,
+      xruns: this.counted,
+    });
   }
 
   openPlayback(deviceName: string): PlaybackDevice {
@@ -163,6 +170,7 @@ export class PortAudioBackend implements AudioBackend {
       stallMs: this.stallMs,
       maxQueuedFrames: this.maxQueuedFrames,
       realtimePriority: this.realtimePriority,
+      xruns: this.counted,
     });
   }
 }
@@ -220,7 +228,14 @@ interface StreamOptions {
   stallMs: number;
   latencyMs: number;
   realtimePriority: number;
+  /** the backend's count, which the stream's xruns add to */
+  xruns: Xruns;
 }
+
+/** PortAudio's callback flags for an xrun it recovered from (portaudio.h): the ALSA host API sets them after every
+ *  one, on a device it can mmap (hw:, dmix) as on a plugin (pulse), where alsa-lib's own line is only on the latter. */
+const PA_INPUT_OVERFLOW = 0x2;
+const PA_OUTPUT_UNDERFLOW = 0x4;
 
 /** The audio thread's real-time scheduling, once, from the stream's first callback (-1 there: not asked). */
 function reportRealtime(io: FrameIO, report: RealtimeReport | undefined): void {
@@ -323,6 +338,7 @@ class PortAudioCapture implements CaptureDevice {
       reportRealtime(this.io, this.onRealtime);
     }
     if (flags !== 0) this.stats.overflows++;
+    if (flags & PA_INPUT_OVERFLOW) this.opts.xruns.overruns++;
     const at = hrNow();
     // Frames in one chunk were captured 20 ms apart; the last one ends now. Each carries its own capture time so
     // mic-to-wire latency counts the wait of the earlier ones.
@@ -472,6 +488,7 @@ class PortAudioPlayback implements PlaybackDevice {
     }
     // Silence the audio system played below the stream (dacClock.ts) came before this callback's buffer and the
     // frames still queued, and before what the callbacks took since the last timed one (an underrun's, untimed).
+    if (flags & PA_OUTPUT_UNDERFLOW) this.opts.xruns.underruns++;
     const below = this.dac.note(((consumed + starved) / FRAME_BYTES) * 20, flags, atMs, latencyMs);
     if (below) {
       this.stats.silenceBelowMs += below.gapMs;

@@ -46,9 +46,11 @@ function turnProblem(pc: RTCPeerConnection): string | undefined {
   const err = (pc.iceTransports[0]?.connection as unknown as IceConnectionInternals | undefined)?.speakerAgentTurnError;
   if (err === undefined) return undefined;
   const clock = certificateClockProblem(err);
-  if (clock) return clock.replace("the server's certificate", "the relay's certificate");
-  const e = err as { message?: unknown; code?: unknown };
-  const message = typeof e.message === 'string' && e.message ? e.message : String(err);
+  if (clock) return clock.replaceAll("the server's certificate", "the relay's certificate");
+  // werift's STUN transaction errors carry their text in `str`, not `message` ("STUN transaction timed out": what
+  // a wrong TURN password looks like, the relay never answering with integrity werift accepts)
+  const e = err as { message?: unknown; code?: unknown; str?: unknown };
+  const message = typeof e.message === 'string' && e.message ? e.message : typeof e.str === 'string' && e.str ? e.str : String(err);
   return typeof e.code === 'string' && !message.includes(e.code) ? `${message} (${e.code})` : message;
 }
 
@@ -148,6 +150,8 @@ export class WebrtcTransport implements TransportLayer {
     });
 
     const aborted = () => new AgentError('call_failed', 'connect aborted', { cause: o.signal?.reason });
+    /** whether a failure now is ICE's (gathering, checks, DTLS), where a relay that was not reached is the news */
+    let atIce = true;
     try {
       // werift's setLocalDescription waits for every candidate, a TURN server's too: one that does not answer holds
       // it ~6.3 s, and its TCP fallback to a host that drops packets ~2 minutes, past the connect timeout and a
@@ -156,18 +160,20 @@ export class WebrtcTransport implements TransportLayer {
       if (o.signal?.aborted) throw aborted(); // before the gathering opens its sockets
       await untilAborted(pc.setLocalDescription(offer), o.signal, aborted);
       if (o.signal?.aborted) throw aborted();
+      atIce = false;
       const answer = await o.exchangeSdp(pc.localDescription!.sdp);
       if (o.signal?.aborted) throw aborted();
+      atIce = true;
       await pc.setRemoteDescription({ type: 'answer', sdp: answer });
       await this.waitUp(pc, dc, o.signal);
       this.connected = true;
       void this.probe(); // where the peer sees us now: what later probes compare with
     } catch (err) {
-      const relayProblem = turnProblem(pc);
+      const relayProblem = atIce ? turnProblem(pc) : undefined;
       await this.close();
       const tried = this.opts.turn?.current(o.session.iceServers);
       const next = this.opts.turn?.failed(o.session.iceServers);
-      const relay = relayProblem ? `the TURN relay ${tried ?? ''} was not reached: ${relayProblem}` : next ? `relayed through ${tried}` : undefined;
+      const relay = relayProblem ? `the TURN relay${tried ? ` ${tried}` : ''} was not reached: ${relayProblem}` : next ? `relayed through ${tried}` : undefined;
       this.note = next ? `${relay}; the next attempt tries ${next}` : relay;
       if (err instanceof AgentError) throw err;
       throw new AgentError('call_failed', `WebRTC setup failed: ${(err as Error).message}`, { cause: err });

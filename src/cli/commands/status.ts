@@ -36,7 +36,7 @@ export function humanStatus(s: DaemonStatus, socketPath: string): string {
       (s.audio === 'virtual' ? ' (the virtual sound card)' : ''));
   }
   // an xrun is a click or a gap heard (speaker) or audio lost (microphone); a daemon from before the field sends none
-  if (s.xruns) lines.push(`xruns:       ${s.xruns.underruns} speaker underruns, ${s.xruns.overruns} microphone overruns (ALSA's count since start)`);
+  if (s.xruns) lines.push(`xruns:       ${s.xruns.underruns} speaker underruns, ${s.xruns.overruns} microphone overruns since start`);
   const e = s.echoCanceller;
   // a daemon from before the echo canceller sends no such field
   if (e) lines.push(`echo:        canceller ${e.state}, delay ${e.delayMs ?? '-'} ms, echo reduced ${e.erleDb ?? '-'} dB`);

@@ -314,18 +314,29 @@ describe('PortAudioBackend', () => {
     expect(addon.includes('jack_client_open')).toBe(false);
   });
 
-  /** Runs test/support/xrunMain.ts and stops it (SIGSTOP, 1 s) until alsa-lib has reported an underrun. */
-  async function xrunsAfterStalls(env: NodeJS.ProcessEnv): Promise<{ counted: { underruns: number; overruns: number } | null; stderr: string; handedAfter: number }> {
+  interface XrunReport {
+    xruns: { underruns: number; overruns: number };
+    /** alsa-lib's "(snd_pcm_recover) ... occurred" lines counted by speaker-sys; null when not capturing */
+    alsa: { underruns: number; overruns: number } | null;
+    handed: number;
+  }
+
+  /** Runs test/support/xrunMain.ts and stops it (SIGSTOP, 1 s) until PortAudio has reported an underrun more than
+   *  at its start; then lets it play on for a second. */
+  async function xrunsAfterStalls(env: NodeJS.ProcessEnv): Promise<{ before: XrunReport; after: XrunReport; stderr: string }> {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../../support/xrunMain.ts')], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    const lines = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { xruns: { underruns: number; overruns: number } | null; handed: number });
+    // 'close', not 'exit': the last line and stderr are all read then
+    const closed = new Promise<void>((r) => child.once('close', () => r()));
+    const reports = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as XrunReport);
     try {
       await waitUntil(() => stdout.includes('open\n'), 15_000, 'both streams open');
-      for (let stall = 0; stall < 12 && !((lines().at(-1)?.xruns?.underruns ?? 0) > 0); stall++) {
+      await sleep(500); // the streams' start may underrun by itself: counted before the stalls
+      const before = reports().at(-1) ?? { xruns: { underruns: 0, overruns: 0 }, alsa: { underruns: 0, overruns: 0 }, handed: 0 };
+      for (let stall = 0; stall < 10 && !((reports().at(-1)?.xruns.underruns ?? 0) > before.xruns.underruns); stall++) {
         child.kill('SIGSTOP');
         await sleep(1000);
         child.kill('SIGCONT');
@@ -333,34 +344,34 @@ describe('PortAudioBackend', () => {
       }
       await sleep(1000); // the speaker plays on after the xrun
       child.stdin.end();
-      await exited;
+      await Promise.race([closed, sleep(15_000).then(() => Promise.reject(new Error('xrunMain did not end within 15 s')))]);
+      return { before, after: reports().at(-1)!, stderr };
     } finally {
       child.kill('SIGCONT');
       child.kill('SIGKILL');
     }
-    const all = lines();
-    const firstXrun = all.find((l) => (l.xruns?.underruns ?? 0) > 0);
-    const last = all.at(-1)!;
-    return { counted: last.xruns, stderr, handedAfter: last.handed - (firstXrun?.handed ?? last.handed) };
   }
 
-  it("regression: alsa-lib printed \"(snd_pcm_recover) underrun occurred\" on stderr at every xrun (a journal line on the SD card per glitch); they are counted instead", async () => {
+  it("regression: alsa-lib printed \"(snd_pcm_recover) underrun occurred\" on stderr at every xrun (a journal line on the SD card per glitch); counted instead, and PortAudio's own count is what status shows", async () => {
     const env = { ...process.env };
     delete env.SPEAKER_AGENT_AUDIO_DEBUG;
-    const r = await xrunsAfterStalls(env);
-    expect(r.stderr).not.toMatch(/occurred/);
-    expect(r.counted!.underruns).toBeGreaterThan(0); // a real xrun happened, and alsa-lib reported it to the handler
-    expect(r.handedAfter).toBeGreaterThan(25); // the speaker played on after its xrun (PortAudio recovered): 50 a second
-  });
+    delete env.LIBASOUND_DEBUG;
+    const { before, after, stderr } = await xrunsAfterStalls(env);
+    expect(stderr).not.toMatch(/occurred/);
+    expect(after.xruns.underruns).toBeGreaterThan(before.xruns.underruns); // a real xrun, reported by PortAudio
+    expect(after.alsa!.underruns).toBeGreaterThan(0); // and alsa-lib's line about it went to the handler
+    expect(after.handed - before.handed).toBeGreaterThan(40); // the speaker played on around its xrun (50 frames a second)
+  }, 60_000);
 
   it('SPEAKER_AGENT_AUDIO_DEBUG=1 prints the xrun lines as alsa-lib does, each one counted', async () => {
-    const r = await xrunsAfterStalls({ ...process.env, SPEAKER_AGENT_AUDIO_DEBUG: '1' });
-    const printed = r.stderr.split('\n').filter((l) => /^ALSA lib pcm\.c:\d+:\(snd_pcm_recover\) (under|over)run occurred$/.test(l));
-    expect(r.counted!.underruns).toBeGreaterThan(0);
-    expect(printed.length).toBe(r.counted!.underruns + r.counted!.overruns);
+    const { before, after, stderr } = await xrunsAfterStalls({ ...process.env, SPEAKER_AGENT_AUDIO_DEBUG: '1', LIBASOUND_DEBUG: undefined });
+    const printed = stderr.split('\n').filter((l) => /^ALSA lib pcm\.c:\d+:\(snd_pcm_recover\) (under|over)run occurred$/.test(l));
+    expect(after.xruns.underruns).toBeGreaterThan(before.xruns.underruns);
+    expect(printed.length).toBeGreaterThan(0);
+    expect(printed.length).toBe(after.alsa!.underruns + after.alsa!.overruns);
     // every other alsa-lib line still printed in alsa-lib's own format (the probe lines: debug mode does not hide them)
-    expect(r.stderr).toMatch(/^ALSA lib pcm\.c:\d+:\(snd_pcm_open_noupdate\) Unknown PCM /m);
-  });
+    expect(stderr).toMatch(/^ALSA lib pcm\.c:\d+:\(snd_pcm_open_noupdate\) Unknown PCM /m);
+  }, 60_000);
 
   it('a device name that matches nothing gives device_missing listing the available devices', () => {
     let err: unknown;

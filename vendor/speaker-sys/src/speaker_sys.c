@@ -14,9 +14,10 @@
 //   captureAlsaXruns(printThem) -> true when alsa-lib's error handler is ours
 //   alsaXruns() -> { underruns, overruns } counted since the capture
 // alsa-lib prints "ALSA lib pcm.c:8570:(snd_pcm_recover) underrun occurred" on stderr at each xrun PortAudio
-// recovers from: a line in the journal (on the SD card) at every glitch, at info priority. The handler counts
-// those two messages instead (printing them only when asked: SPEAKER_AGENT_AUDIO_DEBUG) and prints every other
-// message exactly as alsa-lib does. alsa-lib is found with dlopen: it is naudiodon's, not linked here.
+// recovers from (a device it cannot mmap: the PulseAudio or PipeWire plugin): a line in the journal (on the SD
+// card) at every glitch, at info priority. The handler counts those two messages instead (printing them only when
+// asked: SPEAKER_AGENT_AUDIO_DEBUG) and prints every other message exactly as alsa-lib does. alsa-lib is found
+// with dlopen: it is naudiodon's, not linked here.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -265,7 +266,7 @@ static napi_value FaultAroundOff(napi_env env, napi_callback_info info) {
   return result;
 }
 
-// alsa-lib's snd_lib_error_handler_t (alsa/error.h, stable since 1.0; alsa-lib 1.2.15+ still calls it for errors)
+// alsa-lib's snd_lib_error_handler_t (alsa/error.h, stable since 1.0)
 typedef void (*alsa_error_handler)(const char* file, int line, const char* function, int err, const char* fmt, ...);
 static _Atomic unsigned long alsa_underruns, alsa_overruns;
 static atomic_int alsa_print_xruns;
@@ -273,13 +274,13 @@ static const char* (*alsa_strerror)(int);
 
 // Called on whichever thread alsa-lib reports from (PortAudio's audio thread for an xrun): no allocation, no lock.
 static void alsa_error(const char* file, int line, const char* function, int err, const char* fmt, ...) {
-  char msg[512];
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   int xrun = 0;
-  if (function && strcmp(function, "snd_pcm_recover") == 0) {  // pcm.c: snd_error(PCM, "%s occurred", s)
+  if (function && strcmp(function, "snd_pcm_recover") == 0) {  // pcm.c: SNDERR("%s occurred", s)
     if (strcmp(msg, "underrun occurred") == 0) xrun = 1, atomic_fetch_add(&alsa_underruns, 1);
     else if (strcmp(msg, "overrun occurred") == 0) xrun = 1, atomic_fetch_add(&alsa_overruns, 1);
   }
@@ -287,6 +288,14 @@ static void alsa_error(const char* file, int line, const char* function, int err
   // alsa-lib's own format (error.c, snd_lib_error_default)
   if (err) fprintf(stderr, "ALSA lib %s:%i:(%s) %s: %s\n", file, line, function, msg, alsa_strerror ? alsa_strerror(err) : "error");
   else fprintf(stderr, "ALSA lib %s:%i:(%s) %s\n", file, line, function, msg);
+}
+
+// Whether this alsa-lib calls an error handler for its error messages: 1.2.15 and 1.2.15.1 sent them down their new
+// log path only (1.2.15.2 called the handler again), so a handler there would count nothing while the lines print.
+static int alsa_calls_handler(void* lib) {
+  const char* (*version)(void) = (const char* (*)(void))dlsym(lib, "snd_asoundlib_version");
+  const char* v = version ? version() : NULL;
+  return !(v && (strcmp(v, "1.2.15") == 0 || strcmp(v, "1.2.15.1") == 0));
 }
 
 static napi_value CaptureAlsaXruns(napi_env env, napi_callback_info info) {
@@ -298,15 +307,20 @@ static napi_value CaptureAlsaXruns(napi_env env, napi_callback_info info) {
     return NULL;
   }
   atomic_store(&alsa_print_xruns, print ? 1 : 0);
-  // the library naudiodon links (never closed: its handler must outlive every stream)
-  void* lib = dlopen("libasound.so.2", RTLD_LAZY);
-  int (*set_handler)(alsa_error_handler) = lib ? (int (*)(alsa_error_handler))dlsym(lib, "snd_lib_error_set_handler") : NULL;
+  // only the alsa-lib already loaded (naudiodon's): never a second copy; never closed, its handler must stay
+  void* lib = dlopen("libasound.so.2", RTLD_LAZY | RTLD_NOLOAD);
+  int (*set_handler)(alsa_error_handler) = lib && alsa_calls_handler(lib) ? (int (*)(alsa_error_handler))dlsym(lib, "snd_lib_error_set_handler") : NULL;
   if (set_handler) {
     // node unloads an addon a worker thread loaded when the worker ends: the handler must stay mapped while set
     Dl_info self;
     if (dladdr((void*)alsa_error, &self) && self.dli_fname) dlopen(self.dli_fname, RTLD_LAZY | RTLD_NODELETE);
     alsa_strerror = (const char* (*)(int))dlsym(lib, "snd_strerror");
+    // alsa-lib before 1.2.15 built without NDEBUG (Debian's) also points snd_err_msg, its debug messages that only
+    // LIBASOUND_DEBUG prints ("PCM not set up", an unplugged card's failed ioctls), at the handler: kept as it was
+    alsa_error_handler* debug_msg = (alsa_error_handler*)dlsym(lib, "snd_err_msg");
+    alsa_error_handler kept = debug_msg ? *debug_msg : NULL;
     set_handler(alsa_error);
+    if (debug_msg) *debug_msg = kept;
   }
   napi_get_boolean(env, set_handler != NULL, &result);
   return result;
