@@ -130,6 +130,9 @@ check('speaker-sys', () => {
   assert.equal(buf.subarray(0, Math.max(0, n)).toString(), 'READY=1');
   const trimmed = sys.mallocTrim();
   assert.equal(typeof trimmed, 'boolean');
+  // alsa-lib's error handler, on the libasound naudiodon2 loaded above (the check before this one)
+  assert.equal(sys.captureAlsaXruns(false), true, 'alsa-lib error handler not set');
+  assert.deepEqual(sys.alsaXruns(), { underruns: 0, overruns: 0 });
 
   const v8 = require(path.join(nm, 'speaker-sys/build/Release/speaker_sys_v8.node'));
   v8.memoryPressure();
@@ -148,5 +151,5 @@ check('speaker-sys', () => {
   assert.ok(gcm.gcmOpen(ctx, iv, sealed, aad.length).equals(Buffer.concat([aad, plain])));
   sealed[sealed.length - 1] ^= 1;
   assert.equal(gcm.gcmOpen(ctx, iv, sealed, aad.length), null);
-  return `dup/dup2, sd_notify datagram received (READY=1), mallocTrim() = ${trimmed}, memoryPressure(), AES-128-GCM equal to node's crypto and a forged tag refused`;
+  return `dup/dup2, sd_notify datagram received (READY=1), mallocTrim() = ${trimmed}, alsa-lib error handler set, memoryPressure(), AES-128-GCM equal to node's crypto and a forged tag refused`;
 });
