@@ -349,6 +349,36 @@ export const PATCHES = [
       '        this.speakerAgentTurnError = error; // speaker-agent patch: why the TURN relay was not reached is kept\n' +
       '        log23("query TURN server", error);\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A TURN relay that refuses the credentials is named at once: werift checked MESSAGE-INTEGRITY on error ' +
+      'responses too, and a relay answers a request whose integrity is wrong (a wrong or expired TURN password) ' +
+      'with a 401 that carries none, since the key is what is wrong. werift dropped that 401 and retransmitted ' +
+      'until "STUN transaction timed out" (39.5 s), after the call\'s connect timeout, so the failure named no ' +
+      'relay. libwebrtc checks success responses only (turn_port.cc: "Check success responses, but not errors, ' +
+      'for MESSAGE-INTEGRITY"); so does this. An error response carries nothing a forger could use but the error.',
+    from:
+      '          const verified = transaction.integrityKey ? parseMessage(data, transaction.integrityKey) : message;\n' +
+      '          if (!verified) {\n' +
+      '            log21("TURN STUN response failed MESSAGE-INTEGRITY check");\n',
+    to:
+      '          // speaker-agent patch: integrity checked on success responses only, as libwebrtc does (a relay refusing the credentials answers 401 without it)\n' +
+      '          const verified = transaction.integrityKey && message.messageClass !== 272 ? parseMessage(data, transaction.integrityKey) : message;\n' +
+      '          if (!verified) {\n' +
+      '            log21("TURN STUN response failed MESSAGE-INTEGRITY check");\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A TURN relay that refuses the credentials is named at once (see the patch above): the transaction itself ' +
+      'also ignored a response without MESSAGE-INTEGRITY; it now requires it of success responses only. The ' +
+      'protocol layers still drop what fails their own check (ICE connectivity checks verify every class).',
+    from: '    if (this.integrityKey) {\n      const hasIntegrity = message.attributesKeys.includes("MESSAGE-INTEGRITY")',
+    to:
+      '    if (this.integrityKey && message.messageClass === 256 /* RESPONSE */) { // speaker-agent patch: errors (a 401 refusing the credentials) carry none\n' +
+      '      const hasIntegrity = message.attributesKeys.includes("MESSAGE-INTEGRITY")',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

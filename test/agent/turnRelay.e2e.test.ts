@@ -220,6 +220,30 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     await stopAgentProcess();
   }, 150_000);
 
+  it("regression: a relay that refuses the session's credentials (a wrong or expired TURN password) is named when the call fails", async () => {
+    // werift dropped the relay's 401 (it carries no MESSAGE-INTEGRITY: the key is what is wrong) and retransmitted
+    // until its 39.5 s STUN timeout, so the failure at the connect timeout said nothing of the relay
+    await agent?.stop();
+    await peer?.kill();
+    agent = undefined;
+    const wrong: IceServer = { ...turn!.iceServer, credential: 'not-the-relay-password' };
+    peer = new TestAssistantPeerProcess({ workspaceKey: KEY, host: ns!.nsIp, netns: ns!.name, iceServers: [wrong] });
+    await peer.start();
+    const logFrom = turn!.log().length;
+    const r = await agentProcess(peer.url);
+    expect(r.connected, r.line).toBe(false);
+    expect(JSON.parse(r.line).msg).toMatch(
+      new RegExp(`^call failed: the call did not connect within \\d+ ms \\(the TURN relay ${turn!.iceServer.urls[0]} was not reached: the relay refused the session's TURN username and credential \\(401 [^()]+\\)\\)$`),
+    );
+    // the relay did refuse them (coturn: "check_stun_auth: user speaker credentials are incorrect", answered 401),
+    // and allocated nothing
+    const log = turn!.log().slice(logFrom);
+    expect(log).toMatch(/check_stun_auth: user speaker credentials are incorrect/);
+    expect(log).toMatch(/user <speaker>: incoming packet message processed, error 401/);
+    expect(log).not.toMatch(/ALLOCATE processed, success/);
+    await stopAgentProcess();
+  }, 90_000);
+
   it("a relay certificate that is not yet valid by this device's clock (a board without a real-time clock, before NTP) is refused, and the error points at the clock", async () => {
     await peer?.kill();
     const future = serverCertificate(30, 60, ns!.hostIp); // valid from 30 days on: the device's clock is "behind"

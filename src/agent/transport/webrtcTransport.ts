@@ -47,9 +47,12 @@ function turnProblem(pc: RTCPeerConnection): string | undefined {
   if (err === undefined) return undefined;
   const clock = certificateClockProblem(err);
   if (clock) return clock.replaceAll("the server's certificate", "the relay's certificate");
-  // werift's STUN transaction errors carry their text in `str`, not `message` ("STUN transaction timed out": what
-  // a wrong TURN password looks like, the relay never answering with integrity werift accepts)
-  const e = err as { message?: unknown; code?: unknown; str?: unknown };
+  // werift's STUN transaction errors carry their text in `str`, not `message`, and the relay's answer in `response`
+  const e = err as { message?: unknown; code?: unknown; str?: unknown; response?: { getAttributeValue?(name: string): unknown } };
+  const stunError = e.response?.getAttributeValue?.('ERROR-CODE');
+  // a 401 to the request made with the credentials (werift retries the first, unauthenticated one itself): they
+  // are wrong, or the session's short-term ones have expired (a patched werift: it used to time out instead)
+  if (Array.isArray(stunError) && stunError[0] === 401) return `the relay refused the session's TURN username and credential (401 ${String(stunError[1] ?? '').trim() || 'Unauthorized'})`;
   const message = typeof e.message === 'string' && e.message ? e.message : typeof e.str === 'string' && e.str ? e.str : String(err);
   return typeof e.code === 'string' && !message.includes(e.code) ? `${message} (${e.code})` : message;
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../../common/logger.js';
 import { startWorkerThread, stopWorkerThread } from '../../common/workerThread.js';
 import { AgentError, type AgentErrorCode } from '../errors.js';
 import type { WakeEvent, WakeWordEngine } from './wakeEngine.js';
-import type { SpotterConfig, WakeWorkerData } from './wakeWorker.js';
+import type { SpotterConfig, WakeThreadHeap, WakeWorkerData } from './wakeWorker.js';
 
 /** 20 ms: one microphone frame a message, so a step of the spotter waits for no batch (wake latency) */
 const BATCH = 960;
@@ -14,8 +14,8 @@ const BATCH = 960;
 export const WAKE_NICE = 10;
 
 /** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start. */
-export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string }): Promise<WakeThread> {
-  const data: WakeWorkerData = { spotter, nice: WAKE_NICE };
+export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string; memory?: WakeWorkerData['memory'] }): Promise<WakeThread> {
+  const data: WakeWorkerData = { spotter, nice: WAKE_NICE, memory: o.memory };
   const worker = startWorkerThread(import.meta.url, 'wakeWorker', data);
   worker.unref();
   await new Promise<void>((resolve, reject) => {
@@ -50,7 +50,8 @@ export class WakeThread implements WakeWordEngine {
   private batch = new Int16Array(BATCH);
   private fill = 0;
   private syncs = 0;
-  private readonly waiting = new Map<number, () => void>();
+  /** sync requests waiting for the thread's answer (undefined: it exited) */
+  private readonly waiting = new Map<number, (heap?: WakeThreadHeap) => void>();
   private readonly listeners: ((e: WakeEvent) => void)[] = [];
   private readonly failureListeners: ((err: Error) => void)[] = [];
   private closed = false;
@@ -74,7 +75,8 @@ export class WakeThread implements WakeWordEngine {
           }
         }
       } else if (m.type === 'synced') {
-        this.waiting.get((m as unknown as { req: number }).req)?.();
+        const { req, heap } = m as unknown as { req: number; heap: WakeThreadHeap };
+        this.waiting.get(req)?.(heap);
       } else if (m.type === 'error') this.log.error({ message: m.message }, 'wake word engine: decode failed');
     });
     worker.on('error', (err) => this.failed(err));
@@ -104,13 +106,22 @@ export class WakeThread implements WakeWordEngine {
   }
 
   /** Resolves once the thread has decoded every full batch fed so far (tests and benchmarks). */
-  drained(): Promise<void> {
-    if (this.dead) return Promise.resolve();
+  async drained(): Promise<void> {
+    await this.sync();
+  }
+
+  /** The thread's heap once it has decoded every full batch fed so far; undefined once it has exited. */
+  heap(): Promise<WakeThreadHeap | undefined> {
+    return this.sync();
+  }
+
+  private sync(): Promise<WakeThreadHeap | undefined> {
+    if (this.dead) return Promise.resolve(undefined);
     const req = ++this.syncs;
     return new Promise((resolve) => {
-      this.waiting.set(req, () => {
+      this.waiting.set(req, (heap) => {
         this.waiting.delete(req);
-        resolve();
+        resolve(heap);
       });
       this.worker.postMessage({ type: 'sync', req });
     });
