@@ -151,6 +151,8 @@ export class SpeakerAgent extends EventEmitter {
   private wakeRestarts = 0;
   private wakeLastReason = '';
   private wakeReloadTimer: NodeJS.Timeout | undefined;
+  /** a wake word engine being started (its thread loading its models), which stop() waits for */
+  private wakeLoading: Promise<void> | undefined;
   private wakeStatus: ListeningStatus['wakeWord'];
   private keepAliveTimer: SharedInterval | undefined;
   /** where the wake gate's pre-roll starts when the next change opens it (set by a wake event) */
@@ -242,7 +244,7 @@ export class SpeakerAgent extends EventEmitter {
       this.muteQueue = reconcile.catch(() => undefined);
       await reconcile;
       this.keepAliveTimer = everyMs(250, () => this.audio?.uplink.keepAlive());
-      if (this.deps.settings.listening.mode === 'wake') void this.loadWakeEngine();
+      if (this.deps.settings.listening.mode === 'wake') this.startWakeLoad();
     } catch (err) {
       await this.stop();
       throw toAgentError(err, 'audio');
@@ -276,6 +278,11 @@ export class SpeakerAgent extends EventEmitter {
       await this.audio?.close().catch((err) => this.log.warn({ err: toAgentError(err, 'audio').toJSON() }, 'closing audio failed'));
       clearTimeout(this.wakeReloadTimer);
       this.wakeReloadTimer = undefined;
+      // An engine still starting closes itself once it has (the loop is gone): waited for, since the process
+      // exiting under a thread that is loading its models terminates it inside ONNX Runtime, which aborts the
+      // process (SIGABRT at `systemctl stop` soon after a start, on a slow board: check-systemd-vm.sh).
+      // (bounded: the daemon exits at its deadline, and exitNow leaves without terminating the thread)
+      await Promise.race([this.wakeLoading?.catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())]);
       const engine = this.wakeEngine;
       this.wakeEngine = undefined;
       await engine?.close().catch((err) => this.log.warn({ err: (err as Error).message }, 'closing the wake word engine failed'));
@@ -403,6 +410,13 @@ export class SpeakerAgent extends EventEmitter {
     }
   }
 
+  private startWakeLoad(): void {
+    const loading = this.loadWakeEngine().finally(() => {
+      if (this.wakeLoading === loading) this.wakeLoading = undefined;
+    });
+    this.wakeLoading = loading;
+  }
+
   private async loadWakeEngine(): Promise<void> {
     const l = this.deps.settings.listening;
     const factory = this.deps.wakeEngineFactory ?? openWakeWordEngine;
@@ -459,7 +473,7 @@ export class SpeakerAgent extends EventEmitter {
     clearTimeout(this.wakeReloadTimer);
     this.wakeReloadTimer = setTimeout(() => {
       this.wakeReloadTimer = undefined;
-      if (this.loop && !this.wakeEngine) void this.loadWakeEngine();
+      if (this.loop && !this.wakeEngine) this.startWakeLoad();
     }, delayMs);
     this.wakeReloadTimer.unref();
   }

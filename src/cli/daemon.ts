@@ -3,8 +3,10 @@
 // SIGTERM/SIGINT (the call is closed so the server sees the peer go; the process is gone within 2 s), and the
 // memory keeper (src/common/memoryKeeper.ts) that keeps the resident memory of a day-long call flat.
 import type { SpeakerAgent } from '../agent/agent.js';
+import { appearedAfter, soundNodeRefused } from '../agent/audio/soundDevicePolicy.js';
 import { startStatusServer, type StatusServer } from '../agent/statusServer.js';
 import type { Logger } from '../common/logger.js';
+import { exitNow } from '../common/exitNow.js';
 import { startMemoryKeeper, type MemoryKeeper } from '../common/memoryKeeper.js';
 import { createSdNotifier, startWatchdog, type SdNotifier } from '../common/sdNotify.js';
 import type { DaemonStatus } from './daemonStatus.js';
@@ -39,6 +41,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   let watchdog: { stop(): void; readonly pings: number } | undefined;
   let statusServer: StatusServer | undefined;
   let memoryKeeper: MemoryKeeper | undefined;
+  let policyCheck: NodeJS.Timeout | undefined;
 
   const snapshot = (): DaemonStatus => ({
     ...o.agent.snapshot(),
@@ -62,10 +65,11 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
       notifier.stopping(`stopping: ${reason}`);
       watchdog?.stop();
       memoryKeeper?.stop();
+      clearInterval(policyCheck);
       // A stuck close must not keep systemd waiting: exit anyway at the deadline.
       const deadline = setTimeout(() => {
         log.error({ afterMs: STOP_DEADLINE_MS }, 'shutdown took too long; exiting now');
-        process.exit(code || 1);
+        void exitNow(code || 1); // not process.exit: what is stuck may be a thread inside a native call (exitNow.ts)
       }, STOP_DEADLINE_MS);
       deadline.unref();
       try {
@@ -136,6 +140,27 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   log.info({ readyMs: Math.round(readyMs), statusSocket: statusServer.socketPath, systemd: notifier.enabled }, 'agent running');
 
   memoryKeeper = startAgentMemoryKeeper(o.agent, log);
+  if (notifier.enabled) {
+    // A sound card that came after this unit started is closed to it until it starts again (soundDevicePolicy.ts):
+    // while a device retries, look; if so, exit and let systemd (Restart=always) start it again with the card.
+    const startedAtMs = Date.now() - process.uptime() * 1000;
+    let saidConfigured = false;
+    policyCheck = setInterval(() => {
+      const d = o.agent.snapshot().audioDevices;
+      if (d?.microphone !== 'retrying' && d?.speaker !== 'retrying') return;
+      const node = soundNodeRefused();
+      if (!node) return;
+      if (!appearedAfter(node, startedAtMs)) {
+        // there before we started: the unit's own configuration refuses it, and a restart would loop
+        if (!saidConfigured) log.error({ node }, "the sound card is refused by this service's device policy (EPERM): does an override drop DeviceAllow=char-alsa? (systemctl cat speaker-agent)");
+        saidConfigured = true;
+        return;
+      }
+      log.error({ node }, "the sound card appeared after this service started, and systemd's device policy, made at its start, does not cover it (EPERM): restarting to be given it");
+      void shutdown('sound card outside the device policy', 75);
+    }, 10_000);
+    policyCheck.unref();
+  }
   if (notifier.watchdogIntervalMs) {
     watchdog = startWatchdog(notifier, {
       intervalMs: notifier.watchdogIntervalMs,

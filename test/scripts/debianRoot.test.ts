@@ -4,9 +4,9 @@
 // services installed and enabled, not started, and a second run changes nothing. Minutes of apt and native compiles, so it runs only when asked:
 //   SPEAKER_AGENT_TEST_DEBIAN_ROOT=1 npx vitest run test/scripts/debianRoot.test.ts      (as root)
 // The script exits 77 when it cannot run here (not root, no debootstrap, no network to Debian's mirror): skipped.
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runCheckScript } from '../support/checkScript.js';
 
 const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/check-debian-root.sh');
 const enabled = process.env.SPEAKER_AGENT_TEST_DEBIAN_ROOT === '1';
@@ -15,14 +15,7 @@ describe('a fresh Debian 13 root', () => {
   it.skipIf(!enabled)(
     'bash scripts/setup.sh && npm start completes the scripted conversation, install.sh installs the services (skipped unless SPEAKER_AGENT_TEST_DEBIAN_ROOT=1: needs root, Debian\'s mirror, ~4 min)',
     async (ctx) => {
-      let out = '';
-      const code = await new Promise<number>((resolve, reject) => {
-        const p = spawn('bash', [SCRIPT, 'trixie'], { stdio: ['ignore', 'pipe', 'pipe'] });
-        p.stdout.on('data', (d: Buffer) => (out += d));
-        p.stderr.on('data', (d: Buffer) => (out += d));
-        p.on('error', reject);
-        p.on('close', (c) => resolve(c ?? -1));
-      });
+      const { code, out } = await runCheckScript(SCRIPT, ['trixie']);
       if (code === 77) ctx.skip(out.trim().split('\n').pop());
       expect(code, out).toBe(0);
       expect(out).toMatch(/OK \[trixie\]: bash scripts\/setup\.sh [\d.]+ s, npm start -> demo done [\d.]+ s, install\.sh [\d.]+ s/);

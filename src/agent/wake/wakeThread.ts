@@ -15,7 +15,8 @@ export const WAKE_NICE = 10;
 
 /** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start. */
 export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string; memory?: WakeWorkerData['memory'] }): Promise<WakeThread> {
-  const data: WakeWorkerData = { spotter, nice: WAKE_NICE, memory: o.memory };
+  const stopFlag = new Int32Array(new SharedArrayBuffer(4));
+  const data: WakeWorkerData = { spotter, nice: WAKE_NICE, memory: o.memory, stopFlag };
   const worker = startWorkerThread(import.meta.url, 'wakeWorker', data);
   worker.unref();
   await new Promise<void>((resolve, reject) => {
@@ -43,7 +44,7 @@ export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logge
     await worker.terminate();
     throw err;
   });
-  return new WakeThread(worker, o.logger, spotter.phrase, o.engine);
+  return new WakeThread(worker, o.logger, spotter.phrase, o.engine, stopFlag);
 }
 
 export class WakeThread implements WakeWordEngine {
@@ -63,6 +64,8 @@ export class WakeThread implements WakeWordEngine {
     readonly phrase: string,
     /** which spotter runs in the thread: openwakeword or pocketsphinx */
     readonly engine: string,
+    /** shared with the thread: set before 'stop' (WakeWorkerData.stopFlag) */
+    private readonly stopFlag?: Int32Array,
   ) {
     worker.on('message', (m: { type: string; phrase?: string; endedAtNs?: bigint; decidedOnNs?: bigint; score?: number; message?: string }) => {
       if (m.type === 'wake' && !this.closed) {
@@ -152,6 +155,7 @@ export class WakeThread implements WakeWordEngine {
     if (this.closed) return;
     this.closed = true;
     if (this.dead) return;
+    if (this.stopFlag) Atomics.store(this.stopFlag, 0, 1); // the batches still queued are dropped, not spotted
     await stopWorkerThread(this.worker, { ready: true, graceMs: 3000 }); // it exists once its thread is ready
   }
 }

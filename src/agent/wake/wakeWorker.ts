@@ -26,6 +26,12 @@ export interface WakeWorkerData {
   nice: number;
   /** the thread's memory keeper (memoryKeeper.ts); default: a look every 10 s, a collection per 1 MB of growth */
   memory?: { intervalMs?: number; growthBytes?: number };
+  /** [0] set to 1 by the main thread before it posts 'stop' (shared memory: seen at once, not behind the queued
+   *  batches). Behind a backlog (a slow or loaded machine) 'stop' came only after every batch was spotted, past the
+   *  main thread's 3 s grace; the thread was terminated, and inside ONNX Runtime that aborts the process
+   *  ("terminate called after throwing an instance of 'Napi::Error'": every `systemctl stop` ended in SIGABRT in
+   *  check-systemd-vm.sh's emulated machine). */
+  stopFlag?: Int32Array;
 }
 
 /** The thread's heap, as its keeper sees it (tests, and a bench watching it) */
@@ -106,6 +112,7 @@ async function handle(m: InMsg): Promise<void> {
 // one message at a time, in order: a sync answers only after every batch before it was spotted
 let queue: Promise<void> = Promise.resolve();
 port.on('message', (m: InMsg) => {
-  queue = queue.then(() => handle(m));
+  // a stop asked for: batches not yet spotted are dropped (WakeWorkerData.stopFlag says why)
+  queue = queue.then(() => (m.type === 'audio' && cfg.stopFlag && Atomics.load(cfg.stopFlag, 0) === 1 ? undefined : handle(m)));
 });
 port.postMessage({ type: 'ready', rssBytes: process.memoryUsage().rss });

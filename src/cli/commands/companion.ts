@@ -3,6 +3,7 @@
 // systemd like the agent (systemd/speaker-agent-companion.service).
 import type { Command } from 'commander';
 import { AgentError } from '../../agent/errors.js';
+import { exitNow } from '../../common/exitNow.js';
 import { createLogger } from '../../common/logger.js';
 import { startMemoryKeeper } from '../../common/memoryKeeper.js';
 import { createSdNotifier, startWatchdog } from '../../common/sdNotify.js';
@@ -92,7 +93,8 @@ Examples:
         notifier.stopping();
         wd?.stop();
         keeper.stop();
-        const deadline = setTimeout(() => process.exit(1), 1800);
+        // not process.exit: what is stuck may be a speech thread inside a native call (src/common/exitNow.ts)
+        const deadline = setTimeout(() => void exitNow(1), 1800);
         deadline.unref();
         server.close().finally(() => {
           clearTimeout(deadline);

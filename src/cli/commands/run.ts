@@ -3,6 +3,7 @@
 // configured) and the virtual sound card (no sound card, no sound server). `--demo` adds a scripted user.
 // The implementation (src/cli/runAgent.ts) is loaded only when the command runs: WebRTC is heavy to import.
 import { Option, type Command } from 'commander';
+import { exitNow } from '../../common/exitNow.js';
 import { numberIn } from '../numberOption.js';
 import { markServiceStart } from '../startFailureHold.js';
 import type { RunOptions } from '../runAgent.js';
@@ -37,8 +38,9 @@ Examples:
       // The call, the devices, the status socket and any local companion are closed by now. A handle some
       // dependency leaves behind must not keep a finished run alive (a CI run once saw `run --demo` print
       // "demo done" and never exit), so exit rather than wait for the event loop to drain. Log lines are
-      // written synchronously; nothing is lost.
-      process.exit(code);
+      // written synchronously; nothing is lost. Not process.exit: a worker thread still loading when the process
+      // exits is terminated inside ONNX Runtime, which aborts the process (src/common/exitNow.ts).
+      await exitNow(code);
     });
 }
 

@@ -159,6 +159,20 @@ describe('wake word engine: errors and lifecycle', () => {
     expect(failures.length).toBe(1);
   }, 30_000);
 
+  it('regression: close() does not wait for a backlog of audio: the thread exits by itself, not terminated after the grace', async () => {
+    // Found by check-systemd-vm.sh: on a slow machine the thread was behind, 'stop' waited for every queued batch,
+    // the main thread terminated it after 3 s, and inside ONNX Runtime that aborted the whole process (SIGABRT at
+    // every `systemctl stop`). Five minutes of audio fed at once: pocketsphinx needs seconds for it.
+    const e = await openPocketsphinxWake({ phrase: 'computer', sensitivity: 0.5, logger: silentLogger });
+    const worker = (e as unknown as { worker: { once(ev: 'exit', l: (code: number) => void): void } }).worker;
+    const exitCode = new Promise<number>((r) => worker.once('exit', r));
+    const minute = new Int16Array(60 * 48000);
+    for (let i = 0; i < minute.length; i++) minute[i] = Math.round(3000 * Math.sin(i / 7) * Math.sin(i / 4801));
+    for (let m = 0; m < 5; m++) for (let i = 0; i + FRAME <= minute.length; i += FRAME) e.feed(minute.subarray(i, i + FRAME), BigInt(m * 60 + i));
+    await e.close();
+    expect(await exitCode, 'the thread\'s exit code (1: terminated)').toBe(0);
+  }, 60_000);
+
   it('close() ends the decoding thread; feeding afterwards is a no-op', async () => {
     const e = await openPocketsphinxWake({ phrase: 'computer', sensitivity: 0.5, logger: silentLogger });
     expect(e.threadId).toBeGreaterThan(0);
