@@ -11,7 +11,8 @@
 # "VMCHECK ok|FAIL|info: ..." lines to the serial console and powers the machine off.
 #
 #   scripts/check-systemd-vm.sh [--root DIR] [--keep]
-#     --root DIR  a root that `scripts/check-debian-root.sh trixie --keep --root DIR` left (default: make one, ~6 min)
+#     --root DIR  a root that `scripts/check-debian-root.sh trixie --keep --root DIR` left (default: make one, ~6 min);
+#                 it is changed in place: a kernel, fstab, and a check unit that powers the machine off at boot
 #     --keep      keep the work directory (the root, the image, the console log)
 #
 # Acceleration: software emulation (QEMU's TCG) by default: this machine's /dev/kvm opens but fails at the guest's
@@ -23,7 +24,7 @@ set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 ACCEL=${VM_ACCEL:-tcg}
-BOOT_TIMEOUT=${VM_TIMEOUT:-1500}
+BOOT_TIMEOUT=${VM_TIMEOUT:-3000} # longer than the check's own waits added up, so a slow failure still reports
 
 die() { echo "check-systemd-vm: FAIL: $*" >&2; exit 1; }
 skip() { echo "check-systemd-vm: SKIP: $*" >&2; exit 77; }
@@ -53,7 +54,10 @@ WORK=$(mktemp -d /var/tmp/speaker-agent-vm.XXXXXX)
 cleanup() {
   local rc=$?
   if [ "$KEEP" = 1 ]; then echo "kept: $WORK"; else
-    [ "$rc" = 0 ] || { cp "$WORK/console.log" "/var/tmp/speaker-agent-vm-console.log" 2>/dev/null && echo "the console log: /var/tmp/speaker-agent-vm-console.log" >&2; } || true
+    if [ "$rc" != 0 ] && [ -f "$WORK/console.log" ]; then
+      log=/var/tmp/speaker-agent-vm-console.$(date +%Y%m%d-%H%M%S).log
+      install -m 0600 "$WORK/console.log" "$log" && echo "the console log: $log" >&2
+    fi
     rm -rf --one-file-system "$WORK"
   fi
   exit $rc
@@ -85,8 +89,8 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
     bash -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends linux-image-amd64 systemd-sysv udev kmod initramfs-tools"
   umount "$ROOT/etc/resolv.conf"
 ' > "$WORK/kernel.log" 2>&1 || { tail -20 "$WORK/kernel.log" >&2; die "installing the kernel in the root failed (above)"; }
-KERNEL=$(ls "$ROOT"/boot/vmlinuz-* | tail -1)
-INITRD=$(ls "$ROOT"/boot/initrd.img-* | tail -1)
+KERNEL=$(printf '%s\n' "$ROOT"/boot/vmlinuz-* | sort -V | tail -1)
+INITRD=$(printf '%s\n' "$ROOT"/boot/initrd.img-* | sort -V | tail -1)
 [ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "no kernel or initrd in $ROOT/boot"
 echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" > "$ROOT/etc/fstab"
 echo speaker-vm > "$ROOT/etc/hostname"
@@ -122,7 +126,8 @@ accel=(-accel tcg,thread=multi -cpu max)
 say "booting it (QEMU, $ACCEL, 2 CPUs, 1 GB; console: $WORK/console.log)"
 t0=$(date +%s)
 set +e
-timeout "$BOOT_TIMEOUT" qemu-system-x86_64 "${accel[@]}" -m 1024 -smp 2 -no-reboot -nographic -nic none \
+# --foreground: QEMU stays in this shell's process group, so Ctrl-C and a test's SIGTERM stop it too
+timeout --foreground "$BOOT_TIMEOUT" qemu-system-x86_64 "${accel[@]}" -m 1024 -smp 2 -no-reboot -nographic -nic none \
   -kernel "$KERNEL" -initrd "$INITRD" -append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=false" \
   -drive "file=$WORK/disk.img,format=raw,if=virtio" \
   -audiodev none,id=snd0 -device intel-hda -device hda-duplex,audiodev=snd0 \
@@ -133,7 +138,8 @@ secs=$(( $(date +%s) - t0 ))
 tr -d '\r' < "$WORK/console.log" | grep -a "^VMCHECK" | sed 's/^/    /' || true
 [ "$rc" = 124 ] && die "the machine did not power off within $BOOT_TIMEOUT s"
 [ "$rc" = 0 ] || die "qemu exited $rc"
-grep -aq "^VMCHECK done" "$WORK/console.log" || die "the check did not finish (console: $WORK/console.log)"
-fails=$(tr -d '\r' < "$WORK/console.log" | grep -ac "^VMCHECK FAIL" || true)
-[ "$fails" = 0 ] || die "$fails check(s) failed in the VM (above)"
+# the check's own count is what counts (a FAIL line the kernel's console output broke would not be seen here)
+done_line=$(tr -d '\r' < "$WORK/console.log" | grep -a "^VMCHECK done: " | tail -1)
+[ -n "$done_line" ] || die "the check did not finish (its console log is kept, see below)"
+[ "$done_line" = "VMCHECK done: 0 failed" ] || die "${done_line#VMCHECK done: } check(s) in the VM (above)"
 echo "check-systemd-vm: OK: systemd as PID 1, both units started, called, survived a hang and a crash, stopped cleanly (the machine's whole run ${secs} s, $ACCEL)"

@@ -57,7 +57,8 @@ fi
 policy=$(journalctl -u $AGENT -b -o cat | grep -c 'restarting to be given it' || true)
 [ "$(restarts)" = "$policy" ] && ok "restarts before any fault: $(restarts), each one for the device policy ($policy)" ||
   bad "the agent restarted $(restarts) times before any fault was made, $policy for the device policy: $(journalctl -u $AGENT -b -p warning -o cat | tail -5 | tr '\n' '|')"
-[ "$(field volume)" != null ] && ok "the mixer (amixer on the HDA card) is read: $(field volume)" || bad "no mixer state"
+vol=$(field volume)
+echo "$vol" | grep -Eq '"volumePercent":[0-9]+' && ok "the mixer (amixer on the HDA card) is read: $vol" || bad "no mixer state: ${vol:-no status}"
 user=$(stat -c %U "/proc/$(prop $AGENT MainPID)")
 [ "$user" = speaker-agent ] && ok "the agent runs as $user" || bad "the agent runs as $user"
 

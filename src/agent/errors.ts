@@ -54,6 +54,9 @@ export const EXIT_CODES = {
   auth: 4,
   network: 5,
   audio: 6,
+  /** the daemon asks systemd to start it again (a sound card outside the unit's device policy, src/cli/daemon.ts);
+   *  EX_TEMPFAIL, and the unit's RestartForceExitStatus */
+  restart: 75,
 } as const;
 
 export function exitCodeFor(err: unknown): number {

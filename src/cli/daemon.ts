@@ -4,6 +4,7 @@
 // memory keeper (src/common/memoryKeeper.ts) that keeps the resident memory of a day-long call flat.
 import type { SpeakerAgent } from '../agent/agent.js';
 import { appearedAfter, soundNodeRefused } from '../agent/audio/soundDevicePolicy.js';
+import { EXIT_CODES } from '../agent/errors.js';
 import { startStatusServer, type StatusServer } from '../agent/statusServer.js';
 import type { Logger } from '../common/logger.js';
 import { exitNow } from '../common/exitNow.js';
@@ -143,7 +144,10 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
   if (notifier.enabled) {
     // A sound card that came after this unit started is closed to it until it starts again (soundDevicePolicy.ts):
     // while a device retries, look; if so, exit and let systemd (Restart=always) start it again with the card.
-    const startedAtMs = Date.now() - process.uptime() * 1000;
+    // 10 s before node's start: systemd made the policy before launch-node.sh ran (node --version first), and a
+    // card that came in between would otherwise count as "there before"; a refusal by configuration then costs
+    // a restart or two (each moves the start on by RestartSec), not a loop
+    const startedAtMs = Date.now() - process.uptime() * 1000 - 10_000;
     let saidConfigured = false;
     policyCheck = setInterval(() => {
       const d = o.agent.snapshot().audioDevices;
@@ -157,7 +161,7 @@ export async function startDaemon(o: DaemonOptions): Promise<Daemon> {
         return;
       }
       log.error({ node }, "the sound card appeared after this service started, and systemd's device policy, made at its start, does not cover it (EPERM): restarting to be given it");
-      void shutdown('sound card outside the device policy', 75);
+      void shutdown('sound card outside the device policy', EXIT_CODES.restart);
     }, 10_000);
     policyCheck.unref();
   }

@@ -210,6 +210,29 @@ describe('SpeakerAgent', () => {
     expect(lines.some((l) => l.includes('the wake word engine did not load: trying again') && l.includes('"restartInMs":2000'))).toBe(true);
   });
 
+  it('regression: stop() waits for a wake word engine still loading, which closes itself (the process exiting under a loading thread aborted it)', async () => {
+    // check-systemd-vm.sh: `systemctl stop` soon after a start ended in SIGABRT; the agent said "stopped" while its
+    // wake thread still loaded its models, and node's exit terminated that thread inside ONNX Runtime
+    peer = new TestAssistantPeer({ workspaceKey: KEY });
+    await peer.start();
+    const closed: string[] = [];
+    let loaded!: () => void;
+    agent = virtualAgent(peer.url, { listening: { mode: 'wake' } }, {
+      wakeEngineFactory: async () => {
+        await new Promise<void>((r) => (loaded = r)); // loading, until the test lets it finish
+        return { feed: () => undefined, onWake: () => undefined, close: async () => void closed.push('engine closed') };
+      },
+    });
+    await agent.start();
+    await until(() => loaded !== undefined, 5_000, 'the engine loading');
+    const stopped = agent.stop().then(() => closed.push('agent stopped'));
+    await new Promise((r) => setTimeout(r, 300));
+    loaded(); // the load ends while the agent stops
+    await stopped;
+    expect(closed).toEqual(['engine closed', 'agent stopped']);
+    agent = undefined;
+  });
+
   it('a wake word engine that cannot load for its configuration is not tried again', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY });
     await peer.start();

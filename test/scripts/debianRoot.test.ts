@@ -15,7 +15,7 @@ describe('a fresh Debian 13 root', () => {
   it.skipIf(!enabled)(
     'bash scripts/setup.sh && npm start completes the scripted conversation, install.sh installs the services (skipped unless SPEAKER_AGENT_TEST_DEBIAN_ROOT=1: needs root, Debian\'s mirror, ~4 min)',
     async (ctx) => {
-      const { code, out } = await runCheckScript(SCRIPT, ['trixie']);
+      const { code, out } = await runCheckScript(SCRIPT, ['trixie'], ctx.signal);
       if (code === 77) ctx.skip(out.trim().split('\n').pop());
       expect(code, out).toBe(0);
       expect(out).toMatch(/OK \[trixie\]: bash scripts\/setup\.sh [\d.]+ s, npm start -> demo done [\d.]+ s, install\.sh [\d.]+ s/);

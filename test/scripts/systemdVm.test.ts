@@ -17,7 +17,7 @@ describe('the installed speaker under systemd as PID 1 (a virtual machine)', () 
   it.skipIf(!enabled)(
     'both units start under their hardening, call, survive a hang and a crash, and stop cleanly (skipped unless SPEAKER_AGENT_TEST_SYSTEMD_VM=1: needs root, QEMU and Debian\'s mirror, ~25 min)',
     async (ctx) => {
-      const { code, out } = await runCheckScript(SCRIPT);
+      const { code, out } = await runCheckScript(SCRIPT, [], ctx.signal);
       if (code === 77) ctx.skip(out.trim().split('\n').pop());
       expect(code, out).toBe(0);
       expect(out).not.toMatch(/VMCHECK FAIL/);

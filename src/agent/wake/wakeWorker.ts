@@ -70,7 +70,7 @@ try {
   process.exit(1);
 }
 // malloc is the process's: the main thread's keeper trims it
-const keeper: MemoryKeeper = startMemoryKeeper({ intervalMs: 10_000, growthBytes: 1024 * 1024, ...cfg.memory, trim: () => false });
+const keeper: MemoryKeeper = startMemoryKeeper({ intervalMs: cfg.memory?.intervalMs ?? 10_000, growthBytes: cfg.memory?.growthBytes ?? 1024 * 1024, trim: () => false });
 const heap = (): WakeThreadHeap => ({ usedBytes: v8.getHeapStatistics().used_heap_size, collections: keeper.collections });
 const resampler = new Resampler(48000, 16000);
 /** 16 kHz output sample k stands for 48 kHz input sample 3k - delay (the filter's group delay) */
