@@ -40,7 +40,16 @@ for i in $(seq 100); do [ -S /run/systemd/journal/stdout ] && break; sleep 0.05;
 set +e
 systemd-cat -t "$IDENT" sh -c 'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/$$/fd/1) exec "$@"' sh "$@"
 status=$?
-journalctl --sync 2>/dev/null || sleep 0.3
+journalctl --sync 2>/dev/null || true
+# journald reads the stream's last lines in its own time (a process that ends with _exit leaves them in the socket,
+# and CI's load delays journald): read only once the count has stood still for 3 looks 0.3 s apart (at most 10 s)
+prev=-1 still=0
+for i in $(seq 33); do
+  n=$(journalctl -D /run/log/journal -o cat --no-pager -t "$IDENT" 2>/dev/null | wc -l)
+  if [ "$n" = "$prev" ]; then still=$((still + 1)); [ $still -ge 3 ] && break; else still=0; fi
+  prev=$n
+  sleep 0.3
+done
 journalctl -D /run/log/journal -o json --no-pager -t "$IDENT" >&3
 echo '--- selected' >&3
 journalctl -D /run/log/journal -o json --no-pager -t "$IDENT" $SELECT >&3
