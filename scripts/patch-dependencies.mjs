@@ -379,6 +379,105 @@ export const PATCHES = [
       '    if (this.integrityKey && message.messageClass === 256 /* RESPONSE */) { // speaker-agent patch: errors (a 401 refusing the credentials) carry none\n' +
       '      const hasIntegrity = message.attributesKeys.includes("MESSAGE-INTEGRITY")',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A TURN request sent again after a 438 (Stale Nonce) is signed once: werift set the new nonce on the request ' +
+      'it had already signed and added MESSAGE-INTEGRITY and FINGERPRINT again, computed over the old ones still in ' +
+      'it. The relay drops a request whose integrity is wrong without an answer, so the allocation\'s refresh timed ' +
+      'out and the allocation lapsed: with a relay that ages its nonces (coturn\'s --stale-nonce, 600 s when on) a ' +
+      'call that only TURN could carry went silent at its first refresh after the nonce aged, and ChannelBind and ' +
+      'CreatePermission failed the same way (test/vendor/weriftTurnLifetimes.test.ts, against coturn).',
+    from:
+      '    if (this.integrityKey) {\n' +
+      '      request.setAttribute("USERNAME", this.username)',
+    to:
+      '    if (this.integrityKey) {\n' +
+      '      // speaker-agent patch: a request sent again (a 438\'s new nonce) is signed once, not over its old signature\n' +
+      '      request.attributes = request.attributes.filter(([name]) => name !== "MESSAGE-INTEGRITY" && name !== "FINGERPRINT");\n' +
+      '      request.setAttribute("USERNAME", this.username)',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'TURN channels are refreshed every 240 s, inside the 300 s a permission lives (RFC 8656 section 9): a ' +
+      'ChannelBind refreshes the permission for its peer too, and werift refreshed channels every 500 s, so a relay ' +
+      'that expires permissions by the RFC dropped the call\'s packets from 300 s to 500 s after each bind. ' +
+      'libwebrtc refreshes its channel bindings a minute under the permission timeout for the same reason ' +
+      '(turn_port.cc, TurnChannelBindRequest::OnResponse).',
+    from: 'var DEFAULT_CHANNEL_REFRESH_TIME = 500;\n',
+    to: 'var DEFAULT_CHANNEL_REFRESH_TIME = 240; // speaker-agent patch: inside the 300 s a TURN permission lives\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A TURN channel\'s refresh does not hold the call\'s packets back: werift made every packet to a channel due ' +
+      'for its refresh wait for the ChannelBind\'s answer, one round trip to the relay and, on a lossy network, its ' +
+      'retransmissions (0.5 s, 1.5 s, ...), every few minutes in the middle of the audio. The channel stays bound ' +
+      'on the relay for 600 s after its last bind, so packets now go on through it while the refresh runs; a ' +
+      'refresh that fails is tried again 5 s later, not at every packet.',
+    from:
+      '    const existing = this.channelBindingByAddr.get(key);\n' +
+      '    if (existing) {\n' +
+      '      return existing;\n' +
+      '    }\n',
+    to:
+      '    const existing = this.channelBindingByAddr.get(key);\n' +
+      '    if (existing) {\n' +
+      '      // speaker-agent patch: a bound channel carries packets while its refresh is under way\n' +
+      '      return this.channelByAddr[key]?.refreshAt > 0 ? this.channelByAddr[key] : existing;\n' +
+      '    }\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'A TURN channel\'s refresh does not hold the call\'s packets back (see the check above): the refresh starts and the packet goes on.',
+    from:
+      '    this.channelBindingByAddr.set(key, operation);\n' +
+      '    try {\n' +
+      '      return await operation;\n',
+    to:
+      '    this.channelBindingByAddr.set(key, operation);\n' +
+      '    if (cached?.refreshAt > 0) { // speaker-agent patch: a bound channel\'s refresh runs beside its packets\n' +
+      '      operation.catch((error) => {\n' +
+      '        cached.refreshAt = int(performance.now() / 1e3) + 5; // tried again in 5 s, not at every packet\n' +
+      '        log21("channelBind refresh error", error);\n' +
+      '      }).finally(() => {\n' +
+      '        if (this.channelBindingByAddr.get(key) === operation) this.channelBindingByAddr.delete(key);\n' +
+      '      });\n' +
+      '      return cached;\n' +
+      '    }\n' +
+      '    try {\n' +
+      '      return await operation;\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A TURN permission made for Send indications (werift\'s way when a channel cannot be bound) is refreshed like ' +
+      'a channel: werift made it once and never again, and the relay forgets a permission 300 s after it was made. ' +
+      'The permission is now due again after the channels\' refresh time.',
+    from: '    const key = permissionKey(addr);\n    if (this.permissionByAddr[key]) {\n      return;\n    }\n',
+    to:
+      '    const key = permissionKey(addr);\n' +
+      '    if (this.permissionByAddr[key] > int(performance.now() / 1e3)) { // speaker-agent patch: a permission is refreshed, not made once\n' +
+      '      return;\n' +
+      '    }\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'A TURN permission is refreshed like a channel (see the check above): the check in the queue, and when it is next due.',
+    from:
+      '      if (this.permissionByAddr[key]) {\n' +
+      '        return;\n' +
+      '      }\n' +
+      '      await this.createPermission(addr);\n' +
+      '      this.permissionByAddr[key] = true;\n',
+    to:
+      '      if (this.permissionByAddr[key] > int(performance.now() / 1e3)) { // speaker-agent patch: a permission is refreshed, not made once\n' +
+      '        return;\n' +
+      '      }\n' +
+      '      await this.createPermission(addr);\n' +
+      '      this.permissionByAddr[key] = int(performance.now() / 1e3) + this.channelRefreshTime;\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */

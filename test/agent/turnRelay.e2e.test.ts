@@ -6,6 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
+import { TurnProtocol } from 'werift';
 import { SpeakerAgent } from '../../src/agent/agent.js';
 import { humanStatus } from '../../src/cli/commands/status.js';
 import type { IceServer } from '../../src/protocol/session.js';
@@ -99,6 +100,18 @@ const selectedCandidate = (a: SpeakerAgent) => selectedPair(a).localCandidate;
 const statusLines = (a: SpeakerAgent) =>
   humanStatus({ ...a.snapshot(), pid: 1, version: '0', uptimeMs: 0, rssBytes: 0, watchdogPings: 0, companion: null, audio: 'system' }, '/run/x');
 
+/** Waits up to `ms` for 50 packets (a second of 20 ms frames) each way since `before` (the peer's stats then) and
+ *  checks both directions got them; `when` names the moment in the failure. */
+async function audioBothWays(p: TestAssistantPeerProcess, before: { packetsIn: number; packetsOut: number }, ms: number, when = ''): Promise<void> {
+  let now = before;
+  for (const end = performance.now() + ms; performance.now() < end; await sleep(250)) {
+    now = await p.stats();
+    if (now.packetsIn - before.packetsIn >= 50 && now.packetsOut - before.packetsOut >= 50) break;
+  }
+  expect(now.packetsIn - before.packetsIn, `device -> service${when}`).toBeGreaterThanOrEqual(50);
+  expect(now.packetsOut - before.packetsOut, `service -> device${when}`).toBeGreaterThanOrEqual(50);
+}
+
 /** Ends the previous test's call and starts a new one with these ICE servers in its sessions. */
 async function nextCall(appSource: string, iceServers: IceServer[], firstCallMs?: number): Promise<SpeakerAgent> {
   await agent?.stop();
@@ -140,14 +153,7 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
 
     // audio both ways through the relay: the device's microphone to the peer, the peer's stream to the device
     // (50 packets of 20 ms each way: a second of audio, 2 s on an idle machine; a loaded one gets 10 s)
-    const before = await peer!.stats();
-    let now = before;
-    for (const end = performance.now() + 10_000; performance.now() < end; await sleep(250)) {
-      now = await peer!.stats();
-      if (now.packetsIn - before.packetsIn >= 50 && now.packetsOut - before.packetsOut >= 50) break;
-    }
-    expect(now.packetsIn - before.packetsIn, 'device -> service').toBeGreaterThanOrEqual(50);
-    expect(now.packetsOut - before.packetsOut, 'service -> device').toBeGreaterThanOrEqual(50);
+    await audioBothWays(peer!, await peer!.stats(), 10_000);
     // the liveness watchdog's consent check (RFC 7675) goes through the relay too, and is answered
     expect(await transport.probe()).toBe(true);
     expect(await transport.probe()).toBe(true); // the relay's address is the baseline: no "address moved"
@@ -206,13 +212,7 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     const trusted = await agentProcess(peer.url, certs!.caFile);
     expect(trusted.connected, trusted.line).toBe(true);
     expect(JSON.parse(trusted.line)).toMatchObject({ route: 'relayed' });
-    let now = before;
-    for (const end = performance.now() + 10_000; performance.now() < end; await sleep(250)) {
-      now = await peer.stats();
-      if (now.packetsIn - before.packetsIn >= 50 && now.packetsOut - before.packetsOut >= 50) break;
-    }
-    expect(now.packetsIn - before.packetsIn, 'device -> service').toBeGreaterThanOrEqual(50);
-    expect(now.packetsOut - before.packetsOut, 'service -> device').toBeGreaterThanOrEqual(50);
+    await audioBothWays(peer, before, 10_000);
     // coturn's session came over TLS, and that session allocated the relay
     const tlsSession = /session (\d+): new, .*method=TLSv1\.[23]/.exec(turn!.log())?.[1];
     expect(tlsSession, turn!.log()).toBeDefined();
@@ -260,6 +260,47 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     } finally {
       await relay.stop();
       future.remove();
+    }
+  }, 90_000);
+
+  it("regression: a relayed call outlives what the relay forgets unless renewed, with nonces that age (a refresh's 438 retry was signed over its old signature and dropped: the call went silent when the allocation lapsed)", async () => {
+    // coturn's lifetimes cut from minutes to seconds: the allocation 6 s (the agent refreshes it at 5 s), a channel
+    // 4 s, a nonce stale after 2 s; the agent's channel refresh (240 s) cut to 2 s to match, from the moment its relay
+    // client connects (a fake of the time scale only: the binds, refreshes and 438s are coturn's and werift's own)
+    await agent?.stop();
+    await peer?.kill();
+    agent = undefined;
+    await turn?.stop(); // the tests above are done with it; this relay takes its ports, the ones the firewall admits
+    turn = undefined;
+    const aging = await startTurnServer(ns!.hostIp, RELAY_PORTS, undefined, ['--stale-nonce=2', '--max-allocate-lifetime=6', '--channel-lifetime=4']);
+    const connectionMade = TurnProtocol.prototype.connectionMade;
+    TurnProtocol.prototype.connectionMade = function (this: { channelRefreshTime: number }) {
+      this.channelRefreshTime = 2;
+      return connectionMade.call(this);
+    };
+    try {
+      agent = (
+        await callAcrossNetNs(ns!, KEY, 'turn-aging', (c) => ({ peer, agent } = c), {
+          peer: { iceServers: [aging.iceServer] },
+          listening: { mode: 'always' }, // the microphone on the wire throughout: the uplink is measured below
+        })
+      ).agent;
+      expect(agent.snapshot().route).toBe('relayed');
+      await sleep(12_000); // two of the allocation's lifetimes, three of a channel's
+      await audioBothWays(peer!, await peer!.stats(), 5_000, ', 12 s on');
+      expect(await (agent as unknown as Internals).call!.o.transport.probe()).toBe(true);
+      expect(agent.snapshot()).toMatchObject({ state: 'connected', reconnects: 0 });
+      const log = aging.log();
+      expect(log).toMatch(/error 438/); // the relay did age the nonces
+      expect(log).toMatch(/REFRESH processed, success/);
+      expect((log.match(/CHANNEL_BIND processed, success/g) ?? []).length).toBeGreaterThanOrEqual(4);
+      expect(log).not.toMatch(/delete: realm/); // no allocation was let go
+    } finally {
+      TurnProtocol.prototype.connectionMade = connectionMade;
+      await agent?.stop();
+      await peer?.kill();
+      agent = undefined;
+      await aging.stop();
     }
   }, 90_000);
 

@@ -21,6 +21,8 @@ export interface TurnServer {
   tlsPort?: number;
   /** coturn's log so far */
   log(): string;
+  /** coturn's process (a test stops and continues it to make the relay stop answering for a while) */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -80,9 +82,15 @@ async function answersBinding(ip: string, port: number, timeoutMs: number): Prom
 
 /**
  * Starts coturn listening on `ip` (UDP and TCP, and TLS with `tls`'s certificate), relaying from `ip` on ports relayPorts[0]..relayPorts[1]; resolves
- * once it listens. Throws, naming setup.sh, where coturn is not installed.
+ * once it listens. `args` are more of coturn's options (shorter lifetimes, `--stale-nonce`). Throws, naming setup.sh,
+ * where coturn is not installed.
  */
-export async function startTurnServer(ip: string, relayPorts: readonly [number, number], tls?: { certFile: string; keyFile: string }): Promise<TurnServer> {
+export async function startTurnServer(
+  ip: string,
+  relayPorts: readonly [number, number],
+  tls?: { certFile: string; keyFile: string },
+  args: readonly string[] = [],
+): Promise<TurnServer> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'turn-'));
   const logFile = path.join(dir, 'turn.log');
   const port = await freeUdpPort(ip);
@@ -112,6 +120,7 @@ export async function startTurnServer(ip: string, relayPorts: readonly [number, 
       '--no-cli',
       // coturn refuses to relay to loopback peers unless told (403 Forbidden IP): a test on 127.0.0.1 has only those
       ...(ip.startsWith('127.') ? ['--allow-loopback-peers'] : []),
+      ...args,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -147,8 +156,10 @@ export async function startTurnServer(ip: string, relayPorts: readonly [number, 
     port,
     tlsPort,
     log,
+    pid: child.pid!,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGCONT'); // a relay a test left stopped would hold SIGTERM until continued
         child.kill('SIGTERM');
         await exited;
       }
