@@ -2,6 +2,7 @@
 // these phrasings reliable), each answered briefly; anything else gets a short honest answer.
 import type { FunctionOutput } from '../../protocol/functions.js';
 import { spokenNumberToInt } from '../speech/commandGrammar.js';
+import { systemWallClock, type WallClock } from './systemClock.js';
 import { followSystemTimeZone } from './systemTimeZone.js';
 import { ASSISTANT_TOOLS, type Brain, type BrainInput, type BrainReply, type FunctionRequest, type FunctionResultInput } from './brain.js';
 
@@ -22,6 +23,8 @@ export const FALLBACK_TEXT = "Sorry, I can't help with that. Say help to hear wh
 export const NOT_HEARD_TEXT = "Sorry, I didn't catch that.";
 /** A volume request on a call whose client declared no device functions (a stock GA client). */
 export const NO_DEVICE_FUNCTION_TEXT = "Sorry, I can't change the volume from here.";
+/** "What time is it" while the machine's clock has not been set from the network (no real-time clock, no NTP yet). */
+export const CLOCK_NOT_SET_TEXT = "I don't know the time yet: my clock has not been set from the internet.";
 
 function clockText(now: Date): string {
   const h = now.getHours();
@@ -70,7 +73,7 @@ export function clientToolReply(output: string): string {
 export class RuleBrain implements Brain {
   constructor(
     private readonly stories: StoryCatalog,
-    private readonly clock: () => Date = () => (followSystemTimeZone(), new Date()),
+    private readonly clock: WallClock = systemWallClock({ now: () => (followSystemTimeZone(), new Date()) }),
   ) {}
 
   async respond(input: BrainInput): Promise<BrainReply> {
@@ -111,7 +114,9 @@ export class RuleBrain implements Brain {
       const story = named ?? all[0];
       return { say: `${story.name}. ${story.transcript}` };
     }
-    if (/\b(what time|the time|what's the time)\b/.test(t)) return { say: clockText(this.clock()) };
+    if (/\b(what time|the time|what's the time)\b/.test(t)) {
+      return { say: (await this.clock.isSet()) ? clockText(this.clock.now()) : CLOCK_NOT_SET_TEXT };
+    }
     if (/\b(hello|hi|hey|good (morning|afternoon|evening))\b/.test(t)) return { say: 'Hello! How can I help?' };
     if (/\b(help|what can you do)\b/.test(t)) return { say: HELP_TEXT };
     const clientTool = input.tools.find((tool) => !isAssistantTool(tool.name) && namesTool(t, tool.name));

@@ -1,6 +1,6 @@
 // The offline brain against a real SQLite workspace: intents, arguments, stories, and confirmations built from
 // the device's function output.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,8 @@ import { upsertStory } from '../../../src/companion/db/stories.js';
 import { createWorkspace } from '../../../src/companion/db/workspaces.js';
 import { ASSISTANT_TOOLS, STOP_AUDIO_TOOL } from '../../../src/companion/realtime/brain.js';
 import { databaseStoryCatalog } from '../../../src/companion/realtime/plugin.js';
-import { FALLBACK_TEXT, HELP_TEXT, NO_DEVICE_FUNCTION_TEXT, RuleBrain } from '../../../src/companion/realtime/ruleBrain.js';
+import { CLOCK_NOT_SET_TEXT, FALLBACK_TEXT, HELP_TEXT, NO_DEVICE_FUNCTION_TEXT, RuleBrain } from '../../../src/companion/realtime/ruleBrain.js';
+import { systemWallClock } from '../../../src/companion/realtime/systemClock.js';
 
 let dir: string;
 let db: Db;
@@ -28,7 +29,8 @@ beforeAll(() => {
   story('The Brave Little Kite', 'A kite flew high.', 'kite', 0);
   story('Moon Soup', 'The moon made soup.', 'moon-soup', 1);
   story('Draft Story', 'Not published.', null, 2);
-  brain = new RuleBrain(databaseStoryCatalog(db), () => new Date(2026, 10, 22, 15, 5));
+  // a machine without systemd-timesyncd: the clock is taken at its word
+  brain = new RuleBrain(databaseStoryCatalog(db), systemWallClock({ now: () => new Date(2026, 10, 22, 15, 5), timesyncDir: path.join(dir, 'no-timesyncd') }));
 });
 afterAll(() => {
   db.close();
@@ -84,6 +86,17 @@ describe('RuleBrain.respond', () => {
     expect((await ask('what can you do')).say).toBe(HELP_TEXT);
     expect((await ask('what is the capital of peru')).say).toBe(FALLBACK_TEXT);
     expect((await ask('unmute')).say).toMatch(/tell me a volume/);
+  });
+  it('regression: does not read out a clock that has not been set from the network yet (a board without a real-time clock, before NTP); tells the time once it has', async () => {
+    // systemd-timesyncd's runtime directory, without its flag yet, and the kernel's 16 s "no NTP client set me"
+    const timesyncDir = path.join(dir, 'timesync');
+    mkdirSync(timesyncDir);
+    const booted = new RuleBrain(databaseStoryCatalog(db), systemWallClock({ now: () => new Date(1970, 0, 1, 0, 0, 12), timesyncDir, kernelMaxError: async () => 16_000_000 }));
+    const askBooted = (transcript: string) => booted.respond({ transcript, history: [], tools: ASSISTANT_TOOLS, workspaceId: ws });
+    expect((await askBooted('what time is it')).say).toBe(CLOCK_NOT_SET_TEXT); // before: "It is 12 o'clock in the morning."
+    expect((await askBooted('volume up')).functionCall?.name).toBe('adjust_device_volume'); // nothing else waits for the clock
+    writeFileSync(path.join(timesyncDir, 'synchronized'), ''); // timesyncd's first synchronisation
+    expect((await askBooted('what time is it')).say).toBe("It is 12 o'clock in the morning.");
   });
 });
 
