@@ -106,7 +106,7 @@ case "$(uname -m)" in
   *) echo "install: warning: $(uname -m) is not a tested architecture (arm64, armhf, x86-64)" >&2 ;;
 esac
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev libespeak-ng1 espeak-ng-data
-      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 python3 make g++ ca-certificates libatomic1 systemd)
+      libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 libopus0 python3 make g++ ca-certificates libatomic1 systemd)
 # libatomic1: the official Node builds for armv7l (armhf) need it; a fresh Debian armhf lacks it.
 # systemd: the agent is a systemd service (every Debian / Pi OS install has it; a minimal root does not).
 # "a|b" specs are picked by what apt offers (scripts/debian-packages.sh, shared with setup.sh)

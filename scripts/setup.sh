@@ -18,12 +18,12 @@ done
 
 # Runtime: ALSA tools and plugins, PortAudio (the audio addon links Debian's static libportaudio.a from
 # portaudio19-dev, with libasound2-dev: see vendor/naudiodon2/PATCHES.md),
-# offline speech (espeak-ng synthesis, pocketsphinx recognition), libspeexdsp (the echo canceller), ffmpeg (uploads), PulseAudio (virtual devices
+# offline speech (espeak-ng synthesis, pocketsphinx recognition), libspeexdsp (the echo canceller), libopus (the call's decoder, for FEC), ffmpeg (uploads), PulseAudio (virtual devices
 # on machines without a sound card), flite (the voice of the scripted user on the virtual sound card).
 # Build: compilers for the native addons (opus, better-sqlite3, naudiodon2, speaker-sys), and OpenSSL's headers
 # for speaker-sys's SRTP addon (Debian's libnode-dev takes node's from libssl-dev).
 PKGS=(alsa-utils libasound2-plugins portaudio19-dev libasound2-dev libssl-dev
-      libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1
+      libespeak-ng1 espeak-ng-data libpocketsphinx3 pocketsphinx-en-us ffmpeg libspeexdsp1 libopus0
       pulseaudio pulseaudio-utils flite
       python3 make g++ ca-certificates libatomic1)
 # libatomic1: the official Node builds for armv7l (armhf) need it; a fresh Debian armhf lacks it

@@ -98,7 +98,9 @@ export class Downlink {
     packetsDuplicate: 0,
     streamResets: 0,
     framesDecoded: 0,
+    /** lost frames: concealed, or recovered from the next packet's in-band FEC (framesFromFec of them) */
     framesConcealed: 0,
+    framesFromFec: 0,
     framesSilence: 0,
     /** underruns of our stream (the device played silence for want of a frame) and the queue grown for them */
     speakerUnderruns: 0,
@@ -228,9 +230,10 @@ export class Downlink {
       receivedAt = item.receivedAtNs;
       this.stats.framesDecoded++;
     } else if (item.kind === 'lost') {
-      // item.next would allow Opus FEC recovery, but @discordjs/opus cannot decode FEC (see opusCodec.ts).
-      frame = this.decoder.conceal();
+      // the next packet already here: the lost frame from its in-band FEC (concealed where it carries none)
+      frame = item.next ? this.decoder.recover(item.next) : this.decoder.conceal();
       this.stats.framesConcealed++;
+      if (item.next) this.stats.framesFromFec++;
     } else {
       frame = this.silence;
       this.stats.framesSilence++;

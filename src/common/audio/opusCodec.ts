@@ -1,17 +1,15 @@
-// Opus for the call: 48 kHz mono, 20 ms frames, through @discordjs/opus (bundled libopus, builds on every board).
+// Opus for the call: 48 kHz mono, 20 ms frames. Encoding through @discordjs/opus (bundled libopus, builds on
+// every board); decoding through Debian's libopus (libopusDecoder.ts), for FEC.
 //
 // What @discordjs/opus 0.10 exposes, checked in its source (src/node-opus.cc):
 // - one native object holds both an encoder (created with OPUS_APPLICATION_AUDIO) and a decoder;
 //   applyEncoderCTL/applyDecoderCTL pass raw opus_*_ctl requests, so the signal type, in-band FEC and the
 //   packet-loss hint are set through CTL numbers from opus_defines.h;
-// - decode(buf) always calls opus_decode(..., decode_fec = 0): FEC RECOVERY IS NOT REACHABLE. Our encoder
-//   still sends in-band FEC when the far end reports loss (the server's decoder can use it); on our receive
-//   side a lost packet is concealed by PLC only;
-// - decode(empty buffer) runs libopus PLC, but with frame_size = its 120 ms output buffer, so one call
-//   yields 120 ms of concealment (verified: first 20 ms continue the signal, then it fades out). We play
-//   it out 20 ms at a time: consecutive losses take the next slice instead of calling PLC again, which also
-//   keeps the decoder's state in step with what was played.
+// - decode(buf) always calls opus_decode(..., decode_fec = 0): FEC recovery is not reachable through it, and
+//   decode(empty buffer) concealed 120 ms at once (its output buffer's size). So the decoder below is libopus's
+//   own, called with the frame size each case needs.
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
+import { LibopusDecoder } from './libopusDecoder.js';
 import { loadOpus } from './opusBinding.js';
 
 const opus = loadOpus();
@@ -25,12 +23,12 @@ const OPUS_SET_PACKET_LOSS_PERC = 4014;
 const OPUS_SET_DTX = 4016;
 const OPUS_SET_SIGNAL = 4024;
 const OPUS_SIGNAL_VOICE = 3001;
-/** opus_decoder_ctl(OPUS_RESET_STATE): the state of a freshly made decoder, in place (the value is ignored) */
-const OPUS_RESET_STATE = 4028;
 // opus_private.h: handled by opus_encoder_ctl like the public requests.
 const OPUS_SET_FORCE_MODE = 11002;
 const OPUS_AUTO = -1000;
 const MODE_CELT_ONLY = 1002;
+/** The longest Opus packet, 120 ms at 48 kHz. */
+const MAX_PACKET_SAMPLES = 5760;
 
 export interface OpusEncoderOptions {
   /** bits/s; default 28 000 (speech is clear at 24-32 kbit/s) */
@@ -121,65 +119,73 @@ export class OpusFrameEncoder {
   }
 }
 
+/**
+ * The call's decoder: Debian's libopus through koffi (libopusDecoder.ts), not @discordjs/opus, whose decode()
+ * cannot reach FEC. A lost frame is recovered from the next packet's in-band FEC when the jitter buffer already
+ * holds it (recover), and concealed by libopus's PLC when not (conceal), 20 ms at a time.
+ */
 export class OpusFrameDecoder {
-  private readonly native: InstanceType<typeof opus.OpusEncoder>;
-  /** Remaining 20 ms slices of the last PLC output (see the note at the top). */
-  private plcTail: Int16Array | undefined;
-  private plcSlice = 0;
-  private static readonly EMPTY = Buffer.alloc(0);
-  readonly stats = { decoded: 0, concealed: 0, corrupt: 0 };
-
-  constructor() {
-    this.native = new opus.OpusEncoder(SAMPLE_RATE, CHANNELS);
-  }
+  private readonly native = new LibopusDecoder(SAMPLE_RATE, CHANNELS);
+  /** One packet's worth at most (120 ms): a longer packet than our peers' 20 ms is decoded whole, then cut. */
+  private readonly pcm = new Int16Array(MAX_PACKET_SAMPLES * CHANNELS);
+  readonly stats = { decoded: 0, concealed: 0, corrupt: 0, /** lost frames decoded from the next packet's FEC */ recovered: 0 };
 
   /**
    * Decodes one packet into a FRAME_SAMPLES frame (a new array, safe to keep).
    * A corrupt packet is concealed like a lost one instead of throwing.
    */
   decode(packet: Buffer): Int16Array {
-    this.plcTail = undefined;
-    let out: Buffer;
+    let n: number;
     try {
-      out = this.native.decode(packet);
+      n = this.native.decode(packet, this.pcm, MAX_PACKET_SAMPLES);
     } catch {
       this.stats.corrupt++;
       return this.conceal();
     }
     this.stats.decoded++;
-    const samples = out.length >> 1;
-    const frame = new Int16Array(FRAME_SAMPLES);
     // Our peers send 20 ms frames; a longer packet is cut to 20 ms, a shorter one zero-padded.
-    frame.set(new Int16Array(out.buffer, out.byteOffset, Math.min(samples, FRAME_SAMPLES)));
+    const frame = new Int16Array(FRAME_SAMPLES);
+    frame.set(this.pcm.subarray(0, Math.min(n, FRAME_SAMPLES)));
     return frame;
   }
 
-  /** Packet-loss concealment for one lost 20 ms frame. */
+  /** Packet-loss concealment for one lost 20 ms frame (libopus fades a long loss out). */
   conceal(): Int16Array {
     this.stats.concealed++;
-    if (this.plcTail && this.plcSlice * FRAME_SAMPLES < this.plcTail.length) {
-      return this.plcTail.slice(this.plcSlice * FRAME_SAMPLES, ++this.plcSlice * FRAME_SAMPLES);
-    }
-    let out: Buffer;
-    try {
-      out = this.native.decode(OpusFrameDecoder.EMPTY);
-    } catch {
-      // PLC before any packet was decoded can fail; silence is the right concealment then.
-      return new Int16Array(FRAME_SAMPLES);
-    }
-    const all = new Int16Array(out.buffer, out.byteOffset, out.length >> 1);
-    this.plcTail = all;
-    this.plcSlice = 1;
     const frame = new Int16Array(FRAME_SAMPLES);
-    frame.set(all.subarray(0, Math.min(FRAME_SAMPLES, all.length)));
+    try {
+      this.native.decode(null, frame, FRAME_SAMPLES);
+    } catch {
+      // nothing to conceal from yet: silence is the right concealment then
+      frame.fill(0);
+    }
     return frame;
   }
 
-  /** Fresh decoder state (new stream / SSRC), in place. A new native object per reset (two per reconnect) held
-   *  ~50 KB of C memory V8 does not see until it happened to collect the small wrapper: a reconnect soak grew
-   *  the agent's RSS by ~70 KB per call. */
+  /**
+   * The lost 20 ms frame before `next` (the packet after the gap, still to be decoded in its turn), from the
+   * in-band FEC `next` carries: what libwebrtc's receiver does. A packet without FEC (CELT, or a sender that
+   * sends none) gives libopus's concealment instead, as conceal() would.
+   */
+  recover(next: Buffer): Int16Array {
+    const frame = new Int16Array(FRAME_SAMPLES);
+    try {
+      this.native.decode(next, frame, FRAME_SAMPLES, true);
+    } catch {
+      return this.conceal(); // a corrupt next packet: plain concealment
+    }
+    this.stats.recovered++;
+    return frame;
+  }
+
+  /** Fresh decoder state (new stream / SSRC), in place: one native decoder for the call's life (a new one per
+   *  reconnect held C memory V8 does not see until it happened to collect the wrapper). */
   reset(): void {
-    this.native.applyDecoderCTL(OPUS_RESET_STATE, 0);
-    this.plcTail = undefined;
+    this.native.reset();
+  }
+
+  /** Frees the native decoder now (it is freed when collected otherwise). */
+  close(): void {
+    this.native.close();
   }
 }

@@ -1,10 +1,34 @@
-// The real Opus codec (@discordjs/opus): round trip, concealment of lost frames, corrupt packets.
+// The real Opus codec (@discordjs/opus encoding, Debian's libopus decoding): round trip, concealment and FEC recovery of lost frames, corrupt packets.
 import { describe, expect, it } from 'vitest';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../../../src/common/audio/opusCodec.js';
 import { dominantFrequency, rms, tone } from '../../support/audioCapture.js';
 
 const frames = (samples: Int16Array) =>
   Array.from({ length: Math.floor(samples.length / 960) }, (_, i) => samples.subarray(i * 960, (i + 1) * 960));
+
+/** Voice-like: a 140 Hz voice with harmonics, vibrato and syllable-rate amplitude changes, `seconds` long. */
+function voiceLike(seconds: number): Int16Array {
+  const voice = new Int16Array(48_000 * seconds);
+  for (let i = 0; i < voice.length; i++) {
+    const t = i / 48_000;
+    const f0 = 140 + 20 * Math.sin(2 * Math.PI * 3 * t);
+    let v = 0;
+    for (let h = 1; h < 12; h++) v += Math.sin(2 * Math.PI * f0 * h * t + h) / h;
+    voice[i] = Math.round(6000 * v * (0.6 + 0.4 * Math.sin(2 * Math.PI * 4 * t)));
+  }
+  return voice;
+}
+
+/** Signal-to-error ratio of `got` against `ref`, in dB. */
+function snrDb(ref: Int16Array, got: Int16Array): number {
+  let s = 0;
+  let e = 0;
+  for (let i = 0; i < ref.length; i++) {
+    s += ref[i] * ref[i];
+    e += (ref[i] - got[i]) ** 2;
+  }
+  return 10 * Math.log10(s / Math.max(e, 1));
+}
 
 describe('Opus codec', () => {
   it('round-trips a 440 Hz tone at the configured bitrate', () => {
@@ -68,6 +92,39 @@ describe('Opus codec', () => {
     expect(used.conceal()).toEqual(fresh.conceal());
   });
 
+  it('regression: a lost frame is recovered from the next packet\'s in-band FEC (@discordjs/opus could only conceal it)', () => {
+    // what a far end sends once this device reports loss: SILK with FEC (libwebrtc; the agent's own encoder too)
+    const enc = new OpusFrameEncoder({ packetLossPercent: 20 });
+    const packets = frames(voiceLike(3)).map((f) => Buffer.from(enc.encode(f)));
+    const reference = new OpusFrameDecoder(); // no loss: what each frame decodes to
+    const want = packets.map((p) => reference.decode(p));
+    const lost = (i: number) => i >= 10 && i % 7 === 3; // one packet in seven, each alone
+    const withFec = new OpusFrameDecoder();
+    const plcOnly = new OpusFrameDecoder();
+    const fecSnr: number[] = [];
+    const plcSnr: number[] = [];
+    for (let i = 0; i + 1 < packets.length; i++) {
+      if (!lost(i)) {
+        withFec.decode(packets[i]);
+        plcOnly.decode(packets[i]);
+        continue;
+      }
+      fecSnr.push(snrDb(want[i], withFec.recover(packets[i + 1]))); // the jitter buffer holds the next one already
+      plcSnr.push(snrDb(want[i], plcOnly.conceal()));
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    expect(fecSnr.length).toBeGreaterThanOrEqual(18);
+    expect(mean(fecSnr)).toBeGreaterThan(mean(plcSnr) + 6);
+    expect(withFec.stats).toMatchObject({ recovered: fecSnr.length, concealed: 0, corrupt: 0 });
+    // without FEC in the stream (CELT: the agent's own encoding on a clean link) recover() conceals, as conceal() does
+    const celt = new OpusFrameEncoder();
+    const cp = frames(voiceLike(1)).map((f) => Buffer.from(celt.encode(f)));
+    const a = new OpusFrameDecoder();
+    const b = new OpusFrameDecoder();
+    for (let i = 0; i < 20; i++) (a.decode(cp[i]), b.decode(cp[i]));
+    expect(a.recover(cp[21])).toEqual(b.conceal());
+  });
+
   it('conceals a corrupt packet instead of throwing, and PLC before any packet is silence', () => {
     const dec = new OpusFrameDecoder();
     expect(rms(dec.conceal())).toBe(0);
@@ -86,15 +143,7 @@ describe('Opus codec', () => {
   });
 
   it('encodes CELT without FEC on a clean link, and SILK with in-band FEC once loss is expected', () => {
-    // Voice-like: a 140 Hz voice with harmonics, vibrato and syllable-rate amplitude changes.
-    const voice = new Int16Array(48_000 * 2);
-    for (let i = 0; i < voice.length; i++) {
-      const t = i / 48_000;
-      const f0 = 140 + 20 * Math.sin(2 * Math.PI * 3 * t);
-      let v = 0;
-      for (let h = 1; h < 12; h++) v += Math.sin(2 * Math.PI * f0 * h * t + h) / h;
-      voice[i] = Math.round(6000 * v * (0.6 + 0.4 * Math.sin(2 * Math.PI * 4 * t)));
-    }
+    const voice = voiceLike(2);
     const enc = new OpusFrameEncoder();
     const dec = new OpusFrameDecoder();
     /** TOC configurations used (RFC 6716 3.1: 0-11 SILK, 12-15 hybrid, 16-31 CELT), and how many SILK packets
