@@ -478,6 +478,82 @@ export const PATCHES = [
       '      await this.createPermission(addr);\n' +
       '      this.permissionByAddr[key] = int(performance.now() / 1e3) + this.channelRefreshTime;\n',
   },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'DTLS key exchange (ECDHE) in OpenSSL, not in JavaScript: werift made its X25519 keys and shared secret with ' +
+      'tweetnacl and its P-256 ones with @noble/curves, pure JavaScript that runs unoptimised at every handshake ' +
+      '(once per call): about 35 ms of the main thread per X25519 operation here, two per handshake, plus the ' +
+      'garbage they make; in an emulated machine the companion\'s event loop stopped for seconds when it answered ' +
+      'a call, and its watchdog killed it (profiled: werift\'s handshake, tweetnacl\'s field arithmetic and the ' +
+      'collections under it). node\'s crypto does the same curves in OpenSSL: the same keys on the wire (raw 32-byte ' +
+      'X25519, uncompressed P-256 points) and the same secrets (RFC 7748; the P-256 x-coordinate). These helpers, ' +
+      'and the four uses below.',
+    from: 'import nacl from "tweetnacl";\n\n// ../dtls/src/cipher/ec.ts\n',
+    to:
+      '// speaker-agent patch: ECDHE in OpenSSL (node\'s crypto), not in JavaScript (tweetnacl, @noble/curves)\n' +
+      'import { createECDH as speakerAgentCreateECDH, createPrivateKey as speakerAgentPrivateKey, createPublicKey as speakerAgentPublicKey, diffieHellman as speakerAgentDiffieHellman, generateKeyPairSync as speakerAgentGenerateKeyPair } from "crypto";\n' +
+      'var speakerAgentX25519Pkcs8 = Buffer.from("302e020100300506032b656e04220420", "hex"); // DER before a raw private key\n' +
+      'var speakerAgentX25519Spki = Buffer.from("302a300506032b656e032100", "hex"); // DER before a raw public key\n' +
+      'function speakerAgentX25519Keypair() {\n' +
+      '  const { privateKey, publicKey } = speakerAgentGenerateKeyPair("x25519");\n' +
+      '  return {\n' +
+      '    privateKey: Buffer.from(privateKey.export({ format: "der", type: "pkcs8" }).subarray(-32)),\n' +
+      '    publicKey: Buffer.from(publicKey.export({ format: "der", type: "spki" }).subarray(-32))\n' +
+      '  };\n' +
+      '}\n' +
+      'function speakerAgentX25519(privateKey, publicKey) {\n' +
+      '  return speakerAgentDiffieHellman({\n' +
+      '    privateKey: speakerAgentPrivateKey({ key: Buffer.concat([speakerAgentX25519Pkcs8, privateKey]), format: "der", type: "pkcs8" }),\n' +
+      '    publicKey: speakerAgentPublicKey({ key: Buffer.concat([speakerAgentX25519Spki, publicKey]), format: "der", type: "spki" })\n' +
+      '  });\n' +
+      '}\n' +
+      'function speakerAgentP256Keypair() {\n' +
+      '  const ecdh = speakerAgentCreateECDH("prime256v1");\n' +
+      '  ecdh.generateKeys();\n' +
+      '  return { privateKey: ecdh.getPrivateKey(), publicKey: ecdh.getPublicKey() };\n' +
+      '}\n' +
+      'function speakerAgentP256(privateKey, publicKey) {\n' +
+      '  const ecdh = speakerAgentCreateECDH("prime256v1");\n' +
+      '  ecdh.setPrivateKey(privateKey);\n' +
+      '  return ecdh.computeSecret(publicKey);\n' +
+      '}\n' +
+      '\n// ../dtls/src/cipher/ec.ts\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'DTLS key exchange in OpenSSL (see the helpers above): the P-256 and X25519 shared secrets.',
+    from:
+      '    case NamedCurveAlgorithm.secp256r1_23:\n' +
+      '      return p256PreMasterSecret({ publicKey, privateKey });\n' +
+      '    case NamedCurveAlgorithm.x25519_29:\n' +
+      '      return Buffer.from(nacl.scalarMult(privateKey, publicKey));\n',
+    to:
+      '    case NamedCurveAlgorithm.secp256r1_23: // speaker-agent patch: ECDHE in OpenSSL\n' +
+      '      return speakerAgentP256(privateKey, publicKey);\n' +
+      '    case NamedCurveAlgorithm.x25519_29: // speaker-agent patch: ECDHE in OpenSSL\n' +
+      '      return speakerAgentX25519(privateKey, publicKey);\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'DTLS key exchange in OpenSSL (see the helpers above): the P-256 key pair.',
+    from: '      const { privateKey, publicKey } = p256Keypair();\n',
+    to: '      const { privateKey, publicKey } = speakerAgentP256Keypair(); // speaker-agent patch: ECDHE in OpenSSL\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'DTLS key exchange in OpenSSL (see the helpers above): the X25519 key pair.',
+    from:
+      '      const keys = nacl2.box.keyPair();\n' +
+      '      return {\n' +
+      '        curve: namedCurve,\n' +
+      '        privateKey: Buffer.from(keys.secretKey.buffer),\n' +
+      '        publicKey: Buffer.from(keys.publicKey.buffer)\n' +
+      '      };\n',
+    to:
+      '      const keys = speakerAgentX25519Keypair(); // speaker-agent patch: ECDHE in OpenSSL\n' +
+      '      return { curve: namedCurve, privateKey: keys.privateKey, publicKey: keys.publicKey };\n',
+  },
 ];
 
 /** Applies every patch under `base`; returns what it did per file. Throws when a file matches neither side. */
