@@ -23,6 +23,7 @@ import { checkEcho } from './echoCheck.js';
 import { rejectionAdvice } from './rejectionAdvice.js';
 import { readStatusFrom } from './statusClient.js';
 import { checkWakeWord } from './wakeCheck.js';
+import { VOLATILE_STATE_FIX, volatileStorage } from '../agent/stateStorage.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip';
 
@@ -185,6 +186,14 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   const daemon = await findDaemon(statusSocketCandidates(stateDir));
   const daemonRunning = daemon.socketPath;
   results.push(await timed('privacy mute', async () => checkPrivacyMute(stateDir, daemon.status)));
+  results.push(
+    await timed('state storage', async () => {
+      const volatile = volatileStorage(stateDir);
+      return volatile
+        ? { name: 'state storage', status: 'warn', detail: `the identity and the privacy mute will not survive a reboot: ${volatile}`, fix: VOLATILE_STATE_FIX }
+        : { name: 'state storage', status: 'pass', detail: `${stateDir}: on storage that lasts` };
+    }),
+  );
 
   // --- sound card lane and server lane, concurrently ---
   const audioLane = async (): Promise<CheckResult[]> => {

@@ -19,6 +19,7 @@ import { hasSoundSystem, startVirtualAudio } from './localSetup.js';
 import { printLine } from './output.js';
 import { stdoutFd } from './stdio.js';
 import { processVariable } from '../common/processEnv.js';
+import { VOLATILE_STATE_FIX, volatileStorage } from '../agent/stateStorage.js';
 
 export interface RunOptions {
   demo?: boolean;
@@ -84,6 +85,8 @@ export async function runAgent(o: RunOptions): Promise<number> {
     // 3. identity: created on first run against the local companion; otherwise `enroll` must have run
     const identity = companion ? (await ensureIdentity(loaded.stateDir)).identity : (await loadIdentity(loaded.stateDir)).identity;
     print(`device    client ${identity.clientId}, secret ${fingerprint(identity.clientSecret)}`);
+    const volatile = volatileStorage(loaded.stateDir);
+    if (volatile) logger.warn({ stateDir: loaded.stateDir, fix: VOLATILE_STATE_FIX }, `the identity and the privacy mute will not survive a reboot: ${volatile}`);
 
     const wired = await wireDevice(settings, identity);
     mixer = wired.mixer;

@@ -4,6 +4,7 @@
 // mute is reported. From a review of the maker's experience (regressions named after the bugs).
 // Each test spawns the CLI (~5-10 s for a doctor run on a loaded machine): hence the longer timeouts.
 import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import https from 'node:https';
 import path from 'node:path';
@@ -236,3 +237,21 @@ describe.skipIf(process.getuid?.() !== 0)('doctor after a Node or Debian upgrade
   }, 180_000);
 });
 
+describe('doctor and the state directory', () => {
+  it.runIf(process.getuid?.() === 0)("regression: a state directory kept in memory (a tmpfs, or raspi-config's overlay file system) was not mentioned: the identity and the privacy mute went at every reboot", async () => {
+    const mem = mkdtempSync(path.join(os.tmpdir(), 'doctor-tmpfs-'));
+    execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', mem]);
+    try {
+      const state = path.join(mem, 'speaker-agent');
+      const c = (await doctor({ ...dev.env, SPEAKER_AGENT_STATE_DIR: state })).checks['state storage'];
+      expect(c).toMatchObject({ status: 'warn', detail: `the identity and the privacy mute will not survive a reboot: ${state} is on a tmpfs (memory) at ${mem}` });
+      expect(c.fix).toMatch(/^keep the state directory on storage that survives a reboot/);
+      // on the disk this checkout is on: lasts
+      const lasting = path.join(ROOT, '.doctor-state-not-made');
+      expect((await doctor({ ...dev.env, SPEAKER_AGENT_STATE_DIR: lasting })).checks['state storage']).toMatchObject({ status: 'pass' });
+    } finally {
+      execFileSync('umount', [mem]);
+      rmSync(mem, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
