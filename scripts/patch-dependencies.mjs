@@ -413,9 +413,12 @@ export const PATCHES = [
     why:
       'A TURN channel\'s refresh does not hold the call\'s packets back: werift made every packet to a channel due ' +
       'for its refresh wait for the ChannelBind\'s answer, one round trip to the relay and, on a lossy network, its ' +
-      'retransmissions (0.5 s, 1.5 s, ...), every few minutes in the middle of the audio. The channel stays bound ' +
-      'on the relay for 600 s after its last bind, so packets now go on through it while the refresh runs; a ' +
-      'refresh that fails is tried again 5 s later, not at every packet.',
+      'retransmissions (50 ms doubling, up to 6.35 s), every few minutes in the middle of the audio. The channel ' +
+      'stays bound on the relay for 600 s after its last bind, so packets now go on through it while the refresh ' +
+      'runs; a refresh that fails is tried again 5 s later, not at every packet, and after 60 s of failures (the ' +
+      'permission it renews has lapsed on the relay by then) the channel counts as unbound: the next packets wait ' +
+      'for its bind (the same number: a relay that still holds the binding refuses a new number for the peer) or ' +
+      'go as Send indications when it fails, as werift did at every failed refresh.',
     from:
       '    const existing = this.channelBindingByAddr.get(key);\n' +
       '    if (existing) {\n' +
@@ -438,8 +441,14 @@ export const PATCHES = [
     to:
       '    this.channelBindingByAddr.set(key, operation);\n' +
       '    if (cached?.refreshAt > 0) { // speaker-agent patch: a bound channel\'s refresh runs beside its packets\n' +
-      '      operation.catch((error) => {\n' +
-      '        cached.refreshAt = int(performance.now() / 1e3) + 5; // tried again in 5 s, not at every packet\n' +
+      '      operation.then(() => {\n' +
+      '        cached.failingSince = undefined;\n' +
+      '      }, (error) => {\n' +
+      '        const failedAt = int(performance.now() / 1e3);\n' +
+      '        cached.failingSince ??= failedAt;\n' +
+      '        // tried again in 5 s, not at every packet; let go after a quarter of the refresh time (60 s) of failures\n' +
+      '        if (failedAt - cached.failingSince < Math.max(5, this.channelRefreshTime / 4)) cached.refreshAt = failedAt + 5;\n' +
+      '        else cached.refreshAt = 0; // its permission has lapsed on the relay: packets wait for a bind again, or go as Send indications\n' +
       '        log21("channelBind refresh error", error);\n' +
       '      }).finally(() => {\n' +
       '        if (this.channelBindingByAddr.get(key) === operation) this.channelBindingByAddr.delete(key);\n' +
@@ -454,11 +463,21 @@ export const PATCHES = [
     why:
       'A TURN permission made for Send indications (werift\'s way when a channel cannot be bound) is refreshed like ' +
       'a channel: werift made it once and never again, and the relay forgets a permission 300 s after it was made. ' +
-      'The permission is now due again after the channels\' refresh time.',
+      'The permission is now due again after the channels\' refresh time, and refreshed beside the packets (it ' +
+      'still holds on the relay), again 5 s after a refresh that failed.',
     from: '    const key = permissionKey(addr);\n    if (this.permissionByAddr[key]) {\n      return;\n    }\n',
     to:
       '    const key = permissionKey(addr);\n' +
-      '    if (this.permissionByAddr[key] > int(performance.now() / 1e3)) { // speaker-agent patch: a permission is refreshed, not made once\n' +
+      '    const permittedUntil = this.permissionByAddr[key]; // speaker-agent patch: a permission is refreshed, not made once\n' +
+      '    if (permittedUntil > int(performance.now() / 1e3)) {\n' +
+      '      return;\n' +
+      '    }\n' +
+      '    if (permittedUntil > 0) { // held on the relay still: refreshed beside the packets, at most every 5 s\n' +
+      '      this.permissionByAddr[key] = int(performance.now() / 1e3) + 5;\n' +
+      '      const refresh = this.permissionQueue.then(() => this.createPermission(addr));\n' +
+      '      this.permissionQueue = refresh.then(() => {\n' +
+      '        this.permissionByAddr[key] = int(performance.now() / 1e3) + this.channelRefreshTime;\n' +
+      '      }, (error) => log21("createPermission refresh error", error));\n' +
       '      return;\n' +
       '    }\n',
   },
@@ -511,7 +530,8 @@ export const PATCHES = [
       'function speakerAgentP256Keypair() {\n' +
       '  const ecdh = speakerAgentCreateECDH("prime256v1");\n' +
       '  ecdh.generateKeys();\n' +
-      '  return { privateKey: ecdh.getPrivateKey(), publicKey: ecdh.getPublicKey() };\n' +
+      '  const k = ecdh.getPrivateKey(); // without its leading zero bytes (1 key in 128 or so): 32 as @noble/curves made it\n' +
+      '  return { privateKey: k.length === 32 ? k : Buffer.concat([Buffer.alloc(32 - k.length), k]), publicKey: ecdh.getPublicKey() };\n' +
       '}\n' +
       'function speakerAgentP256(privateKey, publicKey) {\n' +
       '  const ecdh = speakerAgentCreateECDH("prime256v1");\n' +

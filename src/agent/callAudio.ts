@@ -61,9 +61,10 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
   const aec = o.settings.duplex === 'auto' ? openEchoCanceller(o.logger) : undefined;
   const speaker = new ResilientPlayback({ backend: o.backend, deviceName: o.settings.playbackDevice, logger: o.logger });
   const microphone = new ResilientCapture({ backend: o.backend, deviceName: o.settings.captureDevice, logger: o.logger });
+  const decoder = new OpusFrameDecoder();
   const downlink = new Downlink({
     playback: speaker,
-    decoder: new OpusFrameDecoder(),
+    decoder,
     jitter: new JitterBuffer(),
     echoGate,
     echoReference: aec?.reference,
@@ -83,6 +84,7 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
   } catch (err) {
     await uplink.stop().catch(() => undefined);
     await downlink.stop().catch(() => undefined);
+    decoder.close();
     aec?.canceller.close();
     aec?.reference.close();
     throw new AgentError(
@@ -116,6 +118,7 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     close: async () => {
       await uplink.stop();
       await downlink.stop();
+      decoder.close(); // its C memory now, not when V8 happens to collect the wrapper
       aec?.canceller.close();
       aec?.reference.close();
     },

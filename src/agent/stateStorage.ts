@@ -16,8 +16,10 @@ interface Mount {
 }
 
 /** /proc/self/mountinfo's lines (proc(5)): the mount point is field 5, the type and options follow the " - ". */
+/** The kernel's octal escapes (space, tab, newline, backslash; a comma in an option) undone. */
+const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
 function parseMountinfo(text: string): Mount[] {
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
   const mounts: Mount[] = [];
   for (const line of text.split('\n')) {
     const [head, tail] = line.split(' - ');
@@ -68,9 +70,12 @@ export function volatileStorage(dir: string, mountinfo = '/proc/self/mountinfo')
   if (!m) return undefined;
   if (MEMORY_FILESYSTEMS.has(m.fsType)) return `${dir} is on a ${m.fsType} (memory) at ${m.mountPoint}`;
   if (m.fsType === 'overlay') {
-    const upper = /(?:^|,)upperdir=([^,]+)/.exec(m.superOptions)?.[1];
+    const escaped = /(?:^|,)upperdir=([^,]+)/.exec(m.superOptions)?.[1];
+    const upper = escaped === undefined ? undefined : unescape(escaped);
+    // the upper layer's own mount, when this mount namespace shows it (an initramfs may leave it out of view: then
+    // the overlay itself is found, and nothing can be told; a container's upper on the host's disk, the same)
     const under = upper ? mountOf(mounts, upper) : undefined;
-    if (under && MEMORY_FILESYSTEMS.has(under.fsType)) {
+    if (under && under !== m && MEMORY_FILESYSTEMS.has(under.fsType)) {
       return `${dir} is on an overlay at ${m.mountPoint} that keeps its changes in memory (its upper layer ${upper} is on a ${under.fsType}): a read-only root such as raspi-config's overlay file system`;
     }
   }

@@ -98,7 +98,8 @@ export class Downlink {
     packetsDuplicate: 0,
     streamResets: 0,
     framesDecoded: 0,
-    /** lost frames: concealed, or recovered from the next packet's in-band FEC (framesFromFec of them) */
+    /** lost frames: concealed, or decoded through the next packet (framesFromFec of them: from its in-band FEC
+     *  where it carries one, concealed by libopus where not) */
     framesConcealed: 0,
     framesFromFec: 0,
     framesSilence: 0,

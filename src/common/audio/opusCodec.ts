@@ -128,13 +128,21 @@ export class OpusFrameDecoder {
   private readonly native = new LibopusDecoder(SAMPLE_RATE, CHANNELS);
   /** One packet's worth at most (120 ms): a longer packet than our peers' 20 ms is decoded whole, then cut. */
   private readonly pcm = new Int16Array(MAX_PACKET_SAMPLES * CHANNELS);
-  readonly stats = { decoded: 0, concealed: 0, corrupt: 0, /** lost frames decoded from the next packet's FEC */ recovered: 0 };
+  readonly stats = {
+    decoded: 0,
+    concealed: 0,
+    corrupt: 0,
+    /** lost frames decoded through the next packet: from its FEC where it carries one (SILK or hybrid with FEC
+     *  on), concealed by libopus where not */
+    recovered: 0,
+  };
 
   /**
    * Decodes one packet into a FRAME_SAMPLES frame (a new array, safe to keep).
    * A corrupt packet is concealed like a lost one instead of throwing.
    */
   decode(packet: Buffer): Int16Array {
+    if (packet.length === 0) return this.conceal(); // libopus would conceal a whole 120 ms for an empty packet
     let n: number;
     try {
       n = this.native.decode(packet, this.pcm, MAX_PACKET_SAMPLES);

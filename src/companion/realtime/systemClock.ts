@@ -10,6 +10,7 @@
 // The clock counts as not yet set only when timesyncd is present and has not synchronised and the kernel agrees: a
 // machine with no NTP client we know of (a container, a VM whose clock comes from its host) is taken at its word.
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 /** The kernel's estimate of the clock's maximum error in microseconds, or undefined where it cannot be read. */
@@ -20,6 +21,8 @@ const UNSYNCED_MAX_ERROR_US = 16_000_000;
 const TIMESYNCD_DIR = '/run/systemd/timesync';
 
 let adjtimex: ((buf: Buffer) => number) | null | undefined;
+/** C's long on this ABI (struct timex's fields), from koffi */
+let longSize = 8;
 
 /** adjtimex(2) through libc (koffi), read-only (modes 0): struct timex's maxerror, after modes and offset and freq. */
 export const kernelClockMaxError: KernelClockError = async () => {
@@ -27,6 +30,7 @@ export const kernelClockMaxError: KernelClockError = async () => {
     try {
       const koffi = (await import('koffi')).default; // loaded when first asked: the companion needs it for nothing else here
       adjtimex = koffi.load('libc.so.6').func('int adjtimex(_Inout_ uint8_t *buf)') as (buf: Buffer) => number;
+      longSize = koffi.sizeof('long');
     } catch {
       adjtimex = null; // no koffi or no glibc: unknown
     }
@@ -34,9 +38,12 @@ export const kernelClockMaxError: KernelClockError = async () => {
   if (!adjtimex) return undefined;
   const buf = Buffer.alloc(512); // larger than struct timex on every ABI (208 bytes on 64-bit Linux)
   if (adjtimex(buf) < 0) return undefined;
-  // struct timex: int modes, then longs (offset, freq, maxerror); on 64-bit ABIs `modes` is padded to 8
-  const long = process.arch === 'x64' || process.arch === 'arm64' || process.arch === 'ppc64' || process.arch === 's390x' || process.arch === 'riscv64' ? 8 : 4;
-  return long === 8 ? Number(buf.readBigInt64LE(24)) : buf.readInt32LE(12);
+  // struct timex: int modes, then longs (offset, freq, maxerror); where a long is 8 bytes `modes` is padded to 8.
+  // The exported `adjtimex` is glibc's own ABI on 32-bit boards too (4-byte longs), whatever time_t the distribution
+  // builds with (Debian armhf's 64-bit time_t renames the header's call, not this symbol).
+  const le = os.endianness() === 'LE';
+  if (longSize === 8) return Number(le ? buf.readBigInt64LE(24) : buf.readBigInt64BE(24));
+  return le ? buf.readInt32LE(12) : buf.readInt32BE(12);
 };
 
 export interface WallClock {

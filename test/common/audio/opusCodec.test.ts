@@ -131,6 +131,10 @@ describe('Opus codec', () => {
     const frame = dec.decode(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00]));
     expect(frame.length).toBe(960);
     expect(dec.stats.corrupt + dec.stats.decoded).toBe(1);
+    // an empty packet is a lost frame: 20 ms concealed (libopus would conceal 120 ms for it at once)
+    const concealed = dec.stats.concealed;
+    expect(dec.decode(Buffer.alloc(0)).length).toBe(960);
+    expect(dec.stats.concealed).toBe(concealed + 1);
   });
 
   it('rejects wrong frame sizes and settings with clear errors', () => {
