@@ -16,6 +16,7 @@ import { defaultStateDir, loadSettings, settingFromEnv, type LoadedSettings } fr
 import { statusSocketCandidates } from '../agent/statusServer.js';
 import { rebuildAdvice } from '../common/addonAdvice.js';
 import { loadOpus, type OpusModule } from '../common/audio/opusBinding.js';
+import { LibopusDecoder, libopusVersion } from '../common/audio/libopusDecoder.js';
 import { certificateClockCode, certificateClockProblem } from '../common/certificateClock.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
@@ -178,6 +179,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
         return `encodes a 20 ms frame to ${enc.encode(Buffer.alloc(FRAME_SAMPLES * 2)).length} bytes`;
       }),
     ),
+    timed('library: libopus', async () => checkLibopus()),
   ]);
   results.push(...addons);
 
@@ -285,6 +287,30 @@ function addon(name: string, id: string, load: () => unknown, probe: (m: unknown
   }
 }
 
+/** The call's audio is decoded by Debian's libopus (libopusDecoder.ts), which setup.sh and install.sh install. A
+ *  speaker updated with `git pull` alone, on a board without ffmpeg, lacks it: every call would fail and be retried. */
+function checkLibopus(): Omit<CheckResult, 'ms'> {
+  const name = 'library: libopus';
+  try {
+    const version = libopusVersion();
+    const dec = new LibopusDecoder(SAMPLE_RATE, CHANNELS);
+    try {
+      // a concealed (lost) frame: the whole decode path through the library, no packet needed
+      const n = dec.decode(null, new Int16Array(FRAME_SAMPLES * CHANNELS), FRAME_SAMPLES);
+      return { name, status: 'pass', detail: `${version}: decodes a 20 ms frame to ${n} samples` };
+    } finally {
+      dec.close();
+    }
+  } catch (err) {
+    return {
+      name,
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: 'sudo apt install libopus0   (scripts/install.sh installs it; a speaker updated with `git pull` alone may lack it)',
+      category: 'audio',
+    };
+  }
+}
 
 function busyBecauseOfDaemon(err: unknown, daemon: string | undefined): boolean {
   return Boolean(daemon) && /busy|unavailable/i.test(String((err as Error).message));

@@ -10,6 +10,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStatusServer } from '../../src/agent/statusServer.js';
+import { libopusVersion } from '../../src/common/audio/libopusDecoder.js';
 import { deviceDirs, enrollDevice, json, ROOT, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 import { canMount, lastingDir } from '../support/mounts.js';
 import { serverCertificate } from '../support/tlsCertificates.js';
@@ -235,6 +236,28 @@ describe.skipIf(process.getuid?.() !== 0)('doctor after a Node or Debian upgrade
     } finally {
       rmSync(shown, { recursive: true, force: true });
     }
+  }, 180_000);
+});
+
+// as root only (CI is): a private mount namespace hides Debian's libopus from the CLI
+describe.skipIf(process.getuid?.() !== 0)('doctor and the libraries the agent loads', () => {
+  it("regression: a speaker updated with `git pull` alone (no libopus0: the call's decoder moved to Debian's libopus) was all green, and every call failed", async () => {
+    const ok = (await doctor(dev.env)).checks['library: libopus'];
+    expect(ok).toMatchObject({ status: 'pass' });
+    expect(ok.detail).toMatch(/^libopus \d+\.\d+.*: decodes a 20 ms frame to 960 samples$/);
+
+    // the library as a board without it has it: not there (an empty file in its place cannot be loaded)
+    // the file the dynamic loader picks: loaded here, then read from this process's own mappings
+    libopusVersion();
+    const lib = /\s(\/\S*libopus\.so\.0\S*)$/m.exec(readFileSync('/proc/self/maps', 'utf8'))![1]!;
+    const wrap = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', `mount --bind /dev/null '${lib}' && exec "$@"`, 'sh'];
+    const r = await runCli(['doctor', '--json', '--skip-call', '--skip-echo'], dev.env, 60_000, { wrap });
+    const c = json<{ checks: Check[] }>(r).checks.find((x) => x.name === 'library: libopus')!;
+    expect(c).toMatchObject({ status: 'fail', category: 'audio' });
+    expect(c.detail).toMatch(/needs libopus\.so\.0/);
+    expect(c.fix).toMatch(/^sudo apt install libopus0/);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).not.toMatch(/TypeError|at .*\.js:\d+/);
   }, 180_000);
 });
 

@@ -16,6 +16,7 @@ interface OpusApi {
   decode: Fn;
   ctl: Fn;
   strerror: Fn;
+  version: Fn;
 }
 
 let api: OpusApi | undefined;
@@ -33,8 +34,14 @@ function opus(): OpusApi {
     decode: lib.func('int opus_decode(void *st, const uint8_t *data, int32_t len, int16_t *pcm, int frame_size, int decode_fec)') as Fn,
     ctl: lib.func('int opus_decoder_ctl(void *st, int request, ...)') as Fn,
     strerror: lib.func('const char *opus_strerror(int error)') as Fn,
+    version: lib.func('const char *opus_get_version_string(void)') as Fn,
   };
   return api;
+}
+
+/** libopus's own version string ("libopus 1.3.1"); throws as a decoder would when the library is missing. */
+export function libopusVersion(): string {
+  return String(opus().version());
 }
 
 // a decoder whose owner was collected without close() is destroyed then (its C state is ~26 KB)
