@@ -275,6 +275,10 @@ fi
 cat > "$tmpwrap" <<WRAP
 #!/bin/sh
 # speaker-agent as installed by scripts/install.sh: uses the service's config and identity (run as root).
+# First the overrides the service reads (its unit's EnvironmentFile), so doctor checks what the running service
+# runs; a variable given on the command line wins over them, they win over the defaults below (as in the unit).
+. "$PREFIX/bin/environment-file.sh"
+if [ "\${1:-}" = companion ]; then load_environment_file "$CONF_DIR/companion.env"; else load_environment_file "$CONF_DIR/environment"; fi
 export CONFIGURATION_DIRECTORY="\${CONFIGURATION_DIRECTORY:-$CONF_DIR}"
 export STATE_DIRECTORY="\${STATE_DIRECTORY:-$STATE_DIR}"
 # the companion's own data (its unit's StateDirectory): without it, STATE_DIRECTORY above would make
@@ -326,9 +330,10 @@ install -d -m 0700 "$(R $STATE_DIR)"
 chown "root:$SERVICE_USER" "$(R $CONF_DIR)"
 chown "$SERVICE_USER:$SERVICE_USER" "$(R $STATE_DIR)"
 
-agent() { # runs the installed CLI with the service's directories
-  CONFIGURATION_DIRECTORY=$(R $CONF_DIR) STATE_DIRECTORY=$(R $STATE_DIR) SPEAKER_AGENT_LOG_LEVEL=warn \
-    "$NODE" "$(R "$PREFIX")/bin/speaker-agent.js" "$@"
+agent() { # runs the installed CLI with the service's directories and its EnvironmentFile (a CA for the server)
+  ( . "$(R "$PREFIX")/bin/environment-file.sh" && load_environment_file "$(R $CONF_DIR)/environment"
+    CONFIGURATION_DIRECTORY=$(R $CONF_DIR) STATE_DIRECTORY=$(R $STATE_DIR) SPEAKER_AGENT_LOG_LEVEL=warn \
+      exec "$NODE" "$(R "$PREFIX")/bin/speaker-agent.js" "$@" )
 }
 
 LOCAL_COMPANION=0

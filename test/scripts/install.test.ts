@@ -198,6 +198,37 @@ describe('scripts/install.sh in a fake root', () => {
     first = treeHash(fakeRoot);
   }, 180_000);
 
+  it("regression: `sudo speaker-agent doctor` ignored the service's EnvironmentFile (/etc/speaker-agent/environment): it checked another server, device or CA than the running agent's", async () => {
+    // the wrapper as written, pointed at this checkout's CLI and at the fake root's /etc and /var/lib
+    const wrapper = readFileSync(path.join(fakeRoot, 'usr/local/bin/speaker-agent'), 'utf8');
+    expect(wrapper).toContain('load_environment_file "/etc/speaker-agent/environment"');
+    const moved = path.join(tmp, 'wrapper-env');
+    writeFileSync(
+      moved,
+      wrapper.replaceAll('/opt/speaker-agent/bin/', path.join(ROOT, 'bin/')).replaceAll('/etc/speaker-agent', path.join(fakeRoot, 'etc/speaker-agent')).replaceAll('/var/lib/speaker-agent', path.join(fakeRoot, 'var/lib/speaker-agent')),
+      { mode: 0o755 },
+    );
+    const envFile = path.join(fakeRoot, 'etc/speaker-agent/environment');
+    writeFileSync(envFile, '# what a maker adds to the service\nSPEAKER_AGENT_SERVER_URL="http://127.0.0.1:9"\n');
+    try {
+      const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SPEAKER_AGENT_SERVER_URL'));
+      const configOf = (env: NodeJS.ProcessEnv) => {
+        const r = spawnSync(moved, ['doctor', '--json', '--skip-call', '--skip-echo'], { encoding: 'utf8', env, timeout: 60_000 });
+        const checks = (JSON.parse(r.stdout) as { checks: { name: string; detail: string }[] }).checks;
+        return checks.find((c) => c.name === 'config')!.detail;
+      };
+      expect(configOf(base)).toMatch(/: server http:\/\/127\.0\.0\.1:9\/?$/);
+      // a variable given on the command line wins over the file, as the CLI's own overrides always did
+      expect(configOf({ ...base, SPEAKER_AGENT_SERVER_URL: companion.url })).toMatch(new RegExp(`: server ${companion.url.replaceAll('.', '\\.')}/?$`));
+      // without the file: config.json's server
+      rmSync(envFile);
+      expect(configOf(base)).toMatch(new RegExp(`: server ${companion.url.replaceAll('.', '\\.')}/?$`));
+    } finally {
+      rmSync(envFile, { force: true });
+      rmSync(moved);
+    }
+  }, 180_000);
+
   it('a second run changes nothing: same file tree, no changing call', async () => {
     const chownFirst = readLog('chown.log');
     clearLogs();
