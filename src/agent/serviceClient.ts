@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { certificateClockProblem } from '../common/certificateClock.js';
+import { certificateTrustProblem } from '../common/certificateTrust.js';
 import { http } from '../common/nodeHttp.js';
 import { DEVICE_FUNCTION_TOOLS } from '../protocol/functions.js';
 import { deviceHeaders, type DeviceCredentials } from '../protocol/headers.js';
@@ -228,7 +229,7 @@ export class ServiceClient {
     // An absolute URL is named without its query: a signed URL's signature stays out of messages and logs.
     const server = absolute ? url.origin : this.base;
     const what = `${method} ${absolute ? url.pathname : path}`;
-    const fail = (why: string, cause?: unknown) => new AgentError('network', `cannot reach ${server} (${what}): ${certificateClockProblem(cause) ?? why}`, { cause });
+    const fail = (why: string, cause?: unknown) => new AgentError('network', `cannot reach ${server} (${what}): ${certificateClockProblem(cause) ?? certificateTrustProblem(cause) ?? why}`, { cause });
     const answerWithinMs = o.answerWithinMs ?? this.timeoutMs;
     const restMs = this.timeoutMs;
     return new Promise<Answer>((resolve, reject) => {

@@ -18,6 +18,7 @@ import { rebuildAdvice } from '../common/addonAdvice.js';
 import { loadOpus, type OpusModule } from '../common/audio/opusBinding.js';
 import { LibopusDecoder, libopusVersion } from '../common/audio/libopusDecoder.js';
 import { certificateClockCode, certificateClockProblem } from '../common/certificateClock.js';
+import { certificateTrustCode, certificateTrustFix } from '../common/certificateTrust.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { checkEcho } from './echoCheck.js';
@@ -436,6 +437,12 @@ async function checkReachable(url: string, timeoutMs: number): Promise<{ result:
       // expired: a clock run ahead, or a certificate that really lapsed (a failed renewal) with the clock right
       const fix = clockCode === 'CERT_HAS_EXPIRED' ? `if this machine's time is wrong: ${CLOCK_FIX}; if it is right, the server's certificate has expired: renew it on the server` : CLOCK_FIX;
       return { result: { name: 'server reachable', status: 'fail', detail: `${url}: ${certificateClockProblem(err)}`, fix, category: 'other' }, date: null, clockCode };
+    }
+    // a certificate from a CA node does not trust (a server with its own CA): the fix is to give node the CA
+    const trustCode = certificateTrustCode(err);
+    if (trustCode) {
+      const detail = `${url}: the server's certificate is not signed by a CA this device trusts (${trustCode})`;
+      return { result: { name: 'server reachable', status: 'fail', detail, fix: certificateTrustFix(), category: 'config' }, date: null };
     }
     return {
       result: {

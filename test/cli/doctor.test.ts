@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStatusServer } from '../../src/agent/statusServer.js';
 import { libopusVersion } from '../../src/common/audio/libopusDecoder.js';
+import { nodeReadsSystemCaVariable } from '../../src/common/certificateTrust.js';
 import { deviceDirs, enrollDevice, json, ROOT, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 import { canMount, lastingDir } from '../support/mounts.js';
 import { serverCertificate } from '../support/tlsCertificates.js';
@@ -162,6 +163,37 @@ describe('doctor and the privacy mute', () => {
       expect((await doctor(dev.env)).checks['privacy mute']).toMatchObject({ status: 'pass' });
     } finally {
       writeFileSync(micFile, '{"muted": false}\n', { mode: 0o600 });
+    }
+  }, 180_000);
+});
+
+describe('doctor and a server with its own CA', () => {
+  it('regression: a server whose certificate comes from its own CA (a home server, mkcert, step-ca) got "UNABLE_TO_VERIFY_LEAF_SIGNATURE" and "check the network"; it names the CA and how to give it to node, and that works', async () => {
+    const cert = serverCertificate(-1, 30);
+    const server = https.createServer({ key: cert.key, cert: cert.cert }, (_req, res) => res.end('{}'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const base: NodeJS.ProcessEnv = { ...dev.env, SPEAKER_AGENT_SERVER_URL: url };
+      for (const k of ['NODE_EXTRA_CA_CERTS', 'NODE_USE_SYSTEM_CA', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'NODE_OPTIONS']) delete base[k];
+      const reach = (await doctor(base)).checks['server reachable'];
+      expect(reach).toMatchObject({ status: 'fail', detail: `${url}: the server's certificate is not signed by a CA this device trusts (UNABLE_TO_VERIFY_LEAF_SIGNATURE)` });
+      expect(reach.fix).toMatch(/NODE_EXTRA_CA_CERTS=\/path\/to\/ca\.pem in \/etc\/speaker-agent\/environment/);
+      expect(reach.fix).not.toMatch(/firewall/);
+      // the fix works: the CA given to node
+      expect((await doctor({ ...base, NODE_EXTRA_CA_CERTS: cert.caFile })).checks['server reachable']).toMatchObject({ status: 'pass' });
+      if (nodeReadsSystemCaVariable()) {
+        // and the system's CAs, on a Node that reads them. The system store here is OpenSSL's, pointed at the test
+        // CA by SSL_CERT_FILE: adding it to /etc/ssl/certs would change this machine for every program.
+        expect(reach.fix).toContain('NODE_USE_SYSTEM_CA=1 there');
+        expect((await doctor({ ...base, SSL_CERT_FILE: cert.caFile })).checks['server reachable']).toMatchObject({ status: 'fail' });
+        expect((await doctor({ ...base, SSL_CERT_FILE: cert.caFile, NODE_USE_SYSTEM_CA: '1' })).checks['server reachable']).toMatchObject({ status: 'pass' });
+      } else {
+        expect(reach.fix).toContain(`(this Node, ${process.versions.node}, cannot trust the system's CAs: NODE_USE_SYSTEM_CA needs 22.19, 24.6 or later)`);
+      }
+    } finally {
+      await new Promise((r) => server.close(r));
+      cert.remove();
     }
   }, 180_000);
 });

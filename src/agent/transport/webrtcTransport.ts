@@ -20,6 +20,7 @@ import { AgentError } from '../errors.js';
 import type { TurnRotation } from './turnRotation.js';
 import type { CallRoute, TransportConnectOptions, TransportHandlers, TransportLayer } from './transportLayer.js';
 import { certificateClockProblem } from '../../common/certificateClock.js';
+import { certificateTrustProblem } from '../../common/certificateTrust.js';
 import { dtlsKeys } from '../../common/webrtc/dtlsCertificate.js';
 import type { ClientEvent } from '../../protocol/events.js';
 
@@ -47,6 +48,8 @@ function turnProblem(pc: RTCPeerConnection): string | undefined {
   if (err === undefined) return undefined;
   const clock = certificateClockProblem(err);
   if (clock) return clock.replaceAll("the server's certificate", "the relay's certificate");
+  const trust = certificateTrustProblem(err, { whose: "the relay's" });
+  if (trust) return trust;
   // werift's STUN transaction errors carry their text in `str`, not `message`, and the relay's answer in `response`
   const e = err as { message?: unknown; code?: unknown; str?: unknown; response?: { getAttributeValue?(name: string): unknown } };
   const stunError = e.response?.getAttributeValue?.('ERROR-CODE');

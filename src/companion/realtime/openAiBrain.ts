@@ -5,6 +5,7 @@
 import type { Brain, BrainInput, BrainReply, FunctionResultInput, ToolDefinition, Turn } from './brain.js';
 import { BrainError } from './brain.js';
 import { certificateClockProblem } from '../../common/certificateClock.js';
+import { certificateTrustProblem } from '../../common/certificateTrust.js';
 
 export interface OpenAiBrainOptions {
   /** base URL including the API version, e.g. http://127.0.0.1:8080/v1 */
@@ -98,7 +99,7 @@ export class OpenAiBrain implements Brain {
     } catch (err) {
       // fetch says only "fetch failed": the reason (a refused connection, a certificate, the clock) is its cause's
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const why = certificateClockProblem(err) ?? [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
+      const why = certificateClockProblem(err) ?? certificateTrustProblem(err, { whose: "the endpoint's", environmentFile: '/etc/speaker-agent/companion.env' }) ?? [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
       throw new BrainError('BRAIN_UNAVAILABLE', `the chat endpoint ${this.url} is unreachable: ${why}`, { cause: err });
     }
     if (!res.ok) {

@@ -43,9 +43,9 @@ async function sendPaced(downlink: Downlink, packets: Buffer[], order: number[],
   }
 }
 
-function openDownlink(echoGate: EchoGate): Downlink {
+function openDownlink(echoGate: EchoGate, decoder = new OpusFrameDecoder()): Downlink {
   const playback: PlaybackDevice = backend.openPlayback('default');
-  const downlink = new Downlink({ playback, decoder: new OpusFrameDecoder(), jitter: new JitterBuffer(), echoGate });
+  const downlink = new Downlink({ playback, decoder, jitter: new JitterBuffer(), echoGate });
   cleanups.push(() => downlink.stop());
   return downlink;
 }
@@ -111,8 +111,7 @@ describe('Downlink loss recovery', () => {
     const lost = (i: number) => i >= 30 && i % 10 === 5;
     const order = packets.map((_, i) => i).filter((i) => !lost(i));
     const decoder = new OpusFrameDecoder();
-    const downlink = new Downlink({ playback: backend.openPlayback('default'), decoder, jitter: new JitterBuffer(), echoGate: new EchoGate({ mode: 'full-duplex' }) });
-    cleanups.push(() => downlink.stop());
+    const downlink = openDownlink(new EchoGate({ mode: 'full-duplex' }), decoder);
     await downlink.start();
     await waitUntil(() => downlink.stats.framesSilence >= 25, 5000, 'the speaker to take audio');
     const rec = startRecording(VIRTUAL.speakerMonitor);
