@@ -330,8 +330,10 @@ install -d -m 0700 "$(R $STATE_DIR)"
 chown "root:$SERVICE_USER" "$(R $CONF_DIR)"
 chown "$SERVICE_USER:$SERVICE_USER" "$(R $STATE_DIR)"
 
-agent() { # runs the installed CLI with the service's directories and its EnvironmentFile (a CA for the server)
-  ( . "$(R "$PREFIX")/bin/environment-file.sh" && load_environment_file "$(R $CONF_DIR)/environment"
+agent() { # runs the installed CLI with the service's directories and its unit's EnvironmentFile (a CA for the server)
+  local env_file=environment
+  [ "${1:-}" = companion ] && env_file=companion.env
+  ( . "$(R "$PREFIX")/bin/environment-file.sh" && load_environment_file "$(R $CONF_DIR)/$env_file"
     CONFIGURATION_DIRECTORY=$(R $CONF_DIR) STATE_DIRECTORY=$(R $STATE_DIR) SPEAKER_AGENT_LOG_LEVEL=warn \
       exec "$NODE" "$(R "$PREFIX")/bin/speaker-agent.js" "$@" )
 }

@@ -18,7 +18,7 @@ import { rebuildAdvice } from '../common/addonAdvice.js';
 import { loadOpus, type OpusModule } from '../common/audio/opusBinding.js';
 import { LibopusDecoder, libopusVersion } from '../common/audio/libopusDecoder.js';
 import { certificateClockCode, certificateClockProblem } from '../common/certificateClock.js';
-import { certificateTrustCode, certificateTrustFix } from '../common/certificateTrust.js';
+import { certificateTrustCode, certificateTrustFix, certificateTrustSummary } from '../common/certificateTrust.js';
 import { silentLogger } from '../common/logger.js';
 import { CHANNELS, FRAME_SAMPLES, SAMPLE_RATE } from '../protocol/media.js';
 import { checkEcho } from './echoCheck.js';
@@ -307,7 +307,7 @@ function checkLibopus(): Omit<CheckResult, 'ms'> {
       name,
       status: 'fail',
       detail: (err as Error).message,
-      fix: 'sudo apt install libopus0   (scripts/install.sh installs it; a speaker updated with `git pull` alone may lack it)',
+      fix: `sudo apt install ${process.arch === 'arm' ? 'libopus0:armhf' : 'libopus0'}   (scripts/install.sh installs it; a speaker updated with \`git pull\` alone may lack it)`,
       category: 'audio',
     };
   }
@@ -441,7 +441,7 @@ async function checkReachable(url: string, timeoutMs: number): Promise<{ result:
     // a certificate from a CA node does not trust (a server with its own CA): the fix is to give node the CA
     const trustCode = certificateTrustCode(err);
     if (trustCode) {
-      const detail = `${url}: the server's certificate is not signed by a CA this device trusts (${trustCode})`;
+      const detail = `${url}: ${certificateTrustSummary(trustCode)}`;
       return { result: { name: 'server reachable', status: 'fail', detail, fix: certificateTrustFix(), category: 'config' }, date: null };
     }
     return {

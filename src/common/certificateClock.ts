@@ -2,6 +2,8 @@
 // saved time (days or months old) until NTP syncs; a server certificate renewed meanwhile is then "not yet
 // valid", and OpenSSL's code says nothing of the clock: the user looked for a network fault.
 
+import { codeAmongCauses } from './errors.js';
+
 const CLOCK_CODES: Record<string, 'not yet valid' | 'expired'> = {
   CERT_NOT_YET_VALID: 'not yet valid',
   CERT_HAS_EXPIRED: 'expired',
@@ -9,11 +11,7 @@ const CLOCK_CODES: Record<string, 'not yet valid' | 'expired'> = {
 
 /** The certificate-time code of a failed request (node's errors carry it on the error or a cause), or undefined. */
 export function certificateClockCode(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && Object.hasOwn(CLOCK_CODES, code)) return code;
-  }
-  return undefined;
+  return codeAmongCauses(err, (code) => Object.hasOwn(CLOCK_CODES, code));
 }
 
 /** Words for a certificate-time failure, naming this machine's time; undefined when `err` is not one. */

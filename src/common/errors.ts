@@ -15,3 +15,13 @@ export class CodedError<C extends string = string> extends Error {
     this.code = code;
   }
 }
+
+/** The first string `code` among an error and its causes (node puts a TLS or socket error's code on a cause: fetch's
+ *  two levels down, an AgentError's one) that `accept` takes; undefined when none does. */
+export function codeAmongCauses(err: unknown, accept: (code: string) => boolean): string | undefined {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && accept(code)) return code;
+  }
+  return undefined;
+}

@@ -207,7 +207,7 @@ describe.runIf(ns)('a call through a TURN relay (coturn; the service admits UDP 
     expect(msg).toMatch(
       new RegExp(`^call failed: the call did not connect within \\d+ ms \\(the TURN relay turns:${turn!.ip}:${turn!.tlsPort} was not reached: the relay's certificate is not signed by a CA this device trusts \\(UNABLE_TO_VERIFY_LEAF_SIGNATURE\\): for a server with its own CA`),
     );
-    expect(msg).toContain('NODE_EXTRA_CA_CERTS=/path/to/ca.pem in /etc/speaker-agent/environment');
+    expect(msg).toMatch(/NODE_EXTRA_CA_CERTS=\/path\/to\/ca\.pem \(a file the service's user can read, [^)]*\) in \/etc\/speaker-agent\/environment/);
     expect(msg).not.toContain('--use-system-ca');
     await stopAgentProcess();
     expect(turn!.log()).not.toMatch(/method=TLS/); // no session over TLS was made

@@ -11,14 +11,14 @@ const LOADER = path.resolve(import.meta.dirname, '../../bin/environment-file.sh'
 const dir = mkdtempSync(path.join(os.tmpdir(), 'envfile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const NAMES = ['PLAIN', 'QUOTED', 'SINGLE', 'BLANKS', 'EMPTY', 'EQUALS', 'DOLLAR', 'TICKS', 'LONE', 'GIVEN', 'NOEQ', 'SPACED', 'LAST'];
+const NAMES = ['PLAIN', 'QUOTED', 'SINGLE', 'BLANKS', 'EMPTY', 'EQUALS', 'DOLLAR', 'TICKS', 'TWICE', 'GIVEN', 'NOEQ', 'SPACED', 'LAST'];
 
 /** The variables NAMES after `load_environment_file FILE` in `shell`, with `given` already in the environment. */
-function load(shell: string, file: string, given: Record<string, string> = {}): Record<string, string | undefined> {
+function load(shell: string, file: string, given: Record<string, string> = {}, as: { uid?: number; gid?: number } = {}): Record<string, string | undefined> {
   const script = `. '${LOADER}' && load_environment_file "$1" && node -e 'console.log(JSON.stringify(Object.fromEntries(${JSON.stringify(NAMES)}.map((k) => [k, process.env[k]]))))'`;
   const env: NodeJS.ProcessEnv = { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, ...given };
   // stdin not a socket (node's pipes are): bash reads ~/.bashrc when it thinks rshd started it
-  const r = spawnSync(shell, ['-c', script, 'sh', file], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(shell, ['-c', script, 'sh', file], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/', ...as });
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
   return JSON.parse(r.stdout) as Record<string, string | undefined>;
@@ -41,8 +41,10 @@ describe('bin/environment-file.sh', () => {
       'EQUALS=a=b=c',
       'DOLLAR=$(touch ' + path.join(dir, 'ran') + ')',
       'TICKS=`touch ' + path.join(dir, 'ran') + '`',
-      'LONE="',
+      'TWICE=first',
+      'TWICE=second, as `echo KEY=new >> environment` makes it',
       'GIVEN=from the file',
+      'GIVEN=from the file again',
       '9BAD=x',
       'TWO WORDS=x',
       'NOEQ',
@@ -63,7 +65,7 @@ describe('bin/environment-file.sh', () => {
         EQUALS: 'a=b=c',
         DOLLAR: '$(touch ' + path.join(dir, 'ran') + ')',
         TICKS: '`touch ' + path.join(dir, 'ran') + '`',
-        LONE: '"',
+        TWICE: 'second, as `echo KEY=new >> environment` makes it',
         GIVEN: 'from the command line',
         NOEQ: undefined,
         LAST: 'no newline at the end',
@@ -74,10 +76,14 @@ describe('bin/environment-file.sh', () => {
 
   it('a missing file, or one this user may not read (no sudo), loads nothing and is no error', () => {
     expect(load('dash', path.join(dir, 'none'))).toEqual(Object.fromEntries(NAMES.map((k) => [k, undefined])));
-    if (process.getuid?.() === 0) return; // root reads a file of mode 000 all the same
-    const closed = path.join(dir, 'closed');
+    // root reads a file of mode 000 all the same: as root (CI), the reader is nobody
+    const closed = path.join(os.tmpdir(), `envfile-closed-${process.pid}`);
     writeFileSync(closed, 'PLAIN=x\n');
     chmodSync(closed, 0o000);
-    expect(load('dash', closed).PLAIN).toBeUndefined();
+    try {
+      expect(load('dash', closed, {}, process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}).PLAIN).toBeUndefined();
+    } finally {
+      rmSync(closed, { force: true });
+    }
   });
 });

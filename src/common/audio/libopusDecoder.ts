@@ -26,7 +26,10 @@ function opus(): OpusApi {
   try {
     lib = koffi.load(LIBOPUS_LIBRARY);
   } catch (cause) {
-    throw new Error(`decoding the call's audio needs ${LIBOPUS_LIBRARY} (Debian/Raspberry Pi OS: apt install libopus0)`, { cause });
+    // the loader's own words too: an installed package whose library cannot load (another architecture's, damaged)
+    const why = (cause as Error).message?.split('\n')[0] ?? String(cause);
+    const pkg = process.arch === 'arm' ? 'libopus0:armhf' : 'libopus0';
+    throw new Error(`decoding the call's audio needs ${LIBOPUS_LIBRARY} (Debian/Raspberry Pi OS: apt install ${pkg}): ${why}`, { cause });
   }
   api = {
     create: lib.func('void *opus_decoder_create(int32_t Fs, int channels, _Out_ int *error)') as Fn,

@@ -99,7 +99,7 @@ export class OpenAiBrain implements Brain {
     } catch (err) {
       // fetch says only "fetch failed": the reason (a refused connection, a certificate, the clock) is its cause's
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const why = certificateClockProblem(err) ?? certificateTrustProblem(err, { whose: "the endpoint's", environmentFile: '/etc/speaker-agent/companion.env' }) ?? [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
+      const why = certificateClockProblem(err) ?? certificateTrustProblem(err, { whose: "the endpoint's", environmentFile: '/etc/speaker-agent/companion.env', service: 'speaker-agent-companion' }) ?? [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
       throw new BrainError('BRAIN_UNAVAILABLE', `the chat endpoint ${this.url} is unreachable: ${why}`, { cause: err });
     }
     if (!res.ok) {
