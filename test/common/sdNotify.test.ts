@@ -64,6 +64,26 @@ describe('sdNotify', () => {
     }
   });
 
+  // Until 30 Nov a timer that fired more than an interval late skipped its ping: one stall of over half the
+  // watchdog's limit then cost the ping after it, and the next came after the limit (systemd's kill).
+  it('a late watchdog timer still pings: one stall longer than the interval does not drop the ping after it', async () => {
+    const rx = await startNotifyReceiver(path.join(tmp, 'wd-late.sock'));
+    try {
+      const n = createSdNotifier({ NOTIFY_SOCKET: rx.address });
+      const wd = startWatchdog(n, { intervalMs: 100 });
+      const until = performance.now() + 350; // the loop blocked: the timer due at 100 ms fires 250 ms late
+      while (performance.now() < until);
+      // timers fire in the order they are due: the watchdog's (due at 100 ms) before this one (due after the stall)
+      await new Promise((r) => setTimeout(r, 1));
+      expect(wd.pings).toBe(1);
+      expect(await rx.waitFor((m) => m === 'WATCHDOG=1')).toBe('WATCHDOG=1');
+      wd.stop();
+      n.close();
+    } finally {
+      rx.close();
+    }
+  });
+
   it('is a no-op without NOTIFY_SOCKET, and ignores a watchdog meant for another PID', () => {
     const n = createSdNotifier({});
     expect(n.enabled).toBe(false);
