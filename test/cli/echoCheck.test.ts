@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AudioBackend } from '../../src/agent/audio/audioDevice.js';
 import { PortAudioBackend } from '../../src/agent/audio/portAudioBackend.js';
-import { checkEcho } from '../../src/cli/echoCheck.js';
+import { checkEcho, type EchoCheckResult } from '../../src/cli/echoCheck.js';
 import { EchoRoom } from '../support/echoRoom.js';
 
 describe.skipIf(!process.env.PULSE_SERVER)('doctor echo check in the echo room (87 ms, -6 dB)', () => {
@@ -18,23 +18,41 @@ describe.skipIf(!process.env.PULSE_SERVER)('doctor echo check in the echo room (
     await room?.stop();
   });
 
+  /** doctor's check, with the room's delay measured before and after it. The room's streams may glitch under load
+   *  (a pacat underrun moves its echo 10-70 ms until the room undoes it: echoRoom.ts); a probe during which the
+   *  room moved or corrected itself measured the room's fault, not the check's, and is made again (3 at most). */
+  async function probeInSteadyRoom(backend: PortAudioBackend): Promise<{ r: EchoCheckResult; roomMs: number; story: string }> {
+    const tries: string[] = [];
+    for (;;) {
+      const a = await room.measureDelay();
+      const r = await checkEcho(backend, 'default', 'default', undefined);
+      const b = await room.measureDelay();
+      const steady = b.corrections === a.corrections && b.stalls === a.stalls && Math.abs(b.delayMs - a.delayMs) < 2;
+      tries.push(`${a.delayMs.toFixed(1)}..${b.delayMs.toFixed(1)} ms${steady ? '' : ` (moved: corrections ${a.corrections}->${b.corrections}, stalls ${a.stalls}->${b.stalls})`}`);
+      if (steady || tries.length === 3) return { r, roomMs: (a.delayMs + b.delayMs) / 2, story: tries.join(', ') };
+    }
+  }
+
   it('finds the echo where the room puts it and reports it reduced by at least 10 dB: a pass', async () => {
     const backend = new PortAudioBackend();
-    const near = await checkEcho(backend, 'default', 'default', undefined);
-    expect(near.status, near.detail).toBe('pass');
-    expect(near.reductionDb).toBeGreaterThanOrEqual(10);
-    expect(near.detail).toMatch(/^echo heard [\d.]+ ms after playback, reduced by [\d.]+ dB/);
+    const near = await probeInSteadyRoom(backend);
+    expect(near.r.status, near.r.detail).toBe('pass');
+    expect(near.r.reductionDb).toBeGreaterThanOrEqual(10);
+    expect(near.r.detail).toMatch(/^echo heard [\d.]+ ms after playback, reduced by [\d.]+ dB/);
     // the delay reported is the room's plus the card's own latency: moved by the room, it moves as much (an underrun
-    // during a probe moves the echo by its length, and the check says so)
+    // during a probe moves the echo by its length, and the check says so). The move is the room's own measurement
+    // of its delay around each probe (asked 87 -> 150 ms), not what was asked.
     await room.setDelay(150);
-    const far = await checkEcho(backend, 'default', 'default', undefined);
+    const far = await probeInSteadyRoom(backend);
     await room.setDelay(87);
-    expect(far.status, far.detail).toBe('pass');
-    const slack = 10 + near.underrunMs! + far.underrunMs!;
-    const moved = `${near.detail} -> ${far.detail}`;
-    expect(far.delayMs! - near.delayMs!, moved).toBeGreaterThanOrEqual(63 - slack);
-    expect(far.delayMs! - near.delayMs!, moved).toBeLessThanOrEqual(63 + slack);
-  }, 60_000);
+    expect(far.r.status, far.r.detail).toBe('pass');
+    const slack = 10 + near.r.underrunMs! + far.r.underrunMs!;
+    const roomMove = far.roomMs - near.roomMs;
+    const moved = `${near.r.detail} -> ${far.r.detail}; the room ${near.story} -> ${far.story}`;
+    expect(Math.abs(roomMove - 63), moved).toBeLessThan(3); // the room did what it was asked
+    expect(far.r.delayMs! - near.r.delayMs!, moved).toBeGreaterThanOrEqual(roomMove - slack);
+    expect(far.r.delayMs! - near.r.delayMs!, moved).toBeLessThanOrEqual(roomMove + slack);
+  }, 90_000);
 
   it('a speaker underrun during the probe (the event loop held 150 ms) is named, with how long it played silence', async () => {
     const real = new PortAudioBackend();

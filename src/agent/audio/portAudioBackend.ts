@@ -254,15 +254,32 @@ const FRAME_NS = BigInt(Math.round((FRAME_SAMPLES / SAMPLE_RATE) * 1e9));
  * when none ran for stallMs (STARTUP_GRACE_MS after opening). A JS-side clock would see a busy event loop as
  * a stall. Checked every stallMs / 2 on a shared timer (sharedInterval.ts): a stall is declared 1 to 1.5 stallMs
  * after the last callback.
+ *
+ * A check that comes more than stallMs after the previous one found the whole process not running (SIGSTOP, a
+ * frozen cgroup, a board swapping): the audio thread was frozen with it, and the event loop may get the CPU
+ * first after the thaw. The time before the thaw does not count against the audio thread: it has stallMs from
+ * then to call back (recovering the underrun the pause caused). Judged at once, both streams of a speaker that
+ * merely paused were closed and reopened, and the xrun was never counted (portAudioBackend.test.ts,
+ * "regression: a whole-process freeze ..."). Only the first of several late checks in a row counts as a thaw:
+ * an event loop that lags for good still sees a device that stalled.
  */
 class StallWatchdog {
   private readonly startedAtMs = performance.now();
+  private lastCheckMs = this.startedAtMs;
+  /** the last thaw (or the start): the audio thread is judged on the time since */
+  private runningSinceMs = this.startedAtMs;
+  private lastWasLate = false;
   private readonly check: SharedInterval;
 
   constructor(io: FrameIO, stallMs: number, onStall: () => void) {
     this.check = everyMs(Math.max(50, Math.round(stallMs / 2)), () => {
-      const limit = performance.now() - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : stallMs;
-      if (io.msSinceCallback() > limit) onStall();
+      const now = performance.now();
+      const late = now - this.lastCheckMs > stallMs;
+      if (late && !this.lastWasLate) this.runningSinceMs = now;
+      this.lastWasLate = late;
+      this.lastCheckMs = now;
+      const limit = now - this.startedAtMs < STARTUP_GRACE_MS ? STARTUP_GRACE_MS : stallMs;
+      if (Math.min(io.msSinceCallback(), now - this.runningSinceMs) > limit) onStall();
     });
   }
 
