@@ -393,7 +393,8 @@ describe('PortAudioBackend', () => {
 
   it('regression: a whole-process freeze (SIGSTOP) was declared a stalled device when the event loop ran before the audio threads after the thaw: both streams were closed and the xrun never counted', async () => {
     // Seen in CI: ten stops of 1 s, no underrun reported (the first check after the thaw found no callback for
-    // over 500 ms, and stopped the streams before PortAudio's thread could run). Now that check is skipped once.
+    // over 500 ms, and stopped the streams before PortAudio's thread could run). Now the time before the thaw does
+    // not count against the audio thread.
     const { before, lastStop, after, stalls } = await xrunsAfterStalls({ ...process.env }, { settleMs: 3500, eventLoopFirst: true });
     const story = JSON.stringify({ stalls, before, lastStop, after });
     expect(after.errors, story).toEqual([]);
