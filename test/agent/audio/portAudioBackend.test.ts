@@ -344,7 +344,9 @@ describe('PortAudioBackend', () => {
     try {
       await waitUntil(() => stdout.includes('open\n'), 15_000, 'both streams open');
       if (eventLoopFirst) {
-        await execFileP('taskset', ['-a', '-p', '1', String(child.pid)]);
+        // the first CPU this process may use (a container's cpuset may exclude CPU 0)
+        const cpu = /^Cpus_allowed_list:\s*(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1];
+        await execFileP('taskset', ['-a', '-c', '-p', cpu, String(child.pid)]);
         await execFileP('chrt', ['-f', '-p', '50', String(child.pid)]); // the main thread only (its tid is the pid)
       }
       await sleep(settleMs); // the streams' start may underrun by itself: counted before the stalls
