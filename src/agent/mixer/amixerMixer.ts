@@ -54,6 +54,9 @@ export class AmixerMixer implements Mixer {
   /** Mute emulation for controls without a switch: the level to restore on unmute. */
   private emulatedMuteRestore: number | undefined;
   private cardName: string | undefined;
+  /** mixer.card "default" only: why ALSA's default control is a sound server's that does not answer this user
+   *  (alsa-lib's line), while the first card's own mixer (sysdefault) is used instead; see run() */
+  private serverDown: string | undefined;
 
   constructor(opts: AmixerMixerOptions = {}) {
     const card = opts.card ?? 'default';
@@ -70,7 +73,11 @@ export class AmixerMixer implements Mixer {
   }
 
   get description(): string {
-    const card = /^\d+$/.test(this.cardLabel) && this.cardName ? `card ${this.cardLabel} (${this.cardName})` : `card ${this.cardLabel}`;
+    const card = /^\d+$/.test(this.cardLabel) && this.cardName
+      ? `card ${this.cardLabel} (${this.cardName})`
+      : this.serverDown
+        ? "card sysdefault (ALSA's default sound server does not answer this user)"
+        : `card ${this.cardLabel}`;
     return `${card}, control ${this.control ?? this.chosenName ?? '(automatic)'}`;
   }
 
@@ -200,15 +207,51 @@ export class AmixerMixer implements Mixer {
     return next;
   }
 
-  private run(args: string[]): Promise<string> {
+  /**
+   * Runs amixer on the card. With mixer.card "default", when ALSA's default control is a sound server's plugin
+   * whose server does not answer this user, the first card's own mixer (ALSA's `sysdefault`) is used instead, as
+   * the agent's audio streams use the card when `default` does not open. That is the Raspberry Pi OS desktop
+   * image: pipewire-alsa makes PipeWire ALSA's default for every user, but the server runs in the desktop user's
+   * session, which the service's user cannot reach, so every volume call failed. (Debian's PulseAudio plugin
+   * makes itself the default only while its server runs: 99-pulse.conf's pulse_load_if_running.)
+   */
+  private async run(args: string[]): Promise<string> {
+    if (this.cardLabel !== 'default') return this.amixerRun(this.cardArgs, args);
+    if (this.serverDown === undefined) {
+      try {
+        return await this.amixerRun(this.cardArgs, args);
+      } catch (err) {
+        const down = soundServerDown(err);
+        if (down === undefined) throw err;
+        this.serverDown = down;
+      }
+    }
+    try {
+      return await this.amixerRun(['-D', 'sysdefault'], args);
+    } catch (err) {
+      const down = this.serverDown;
+      if (!(err instanceof MixerError) || err.code !== 'mixer_not_found') throw err; // a control, a timeout: not the card
+      const stderr = (err as { stderr?: unknown }).stderr;
+      this.serverDown = undefined; // the next call asks ALSA's default again (the server may be up by then)
+      throw new MixerError(
+        'mixer_not_found',
+        `sound card default: ALSA's default control is a sound server's that does not answer this user (${down}), and the first card's own mixer (sysdefault) failed too: ${typeof stderr === 'string' && stderr.trim() ? firstLine(stderr.trim()) : err.message}`,
+        err,
+      );
+    }
+  }
+
+  private amixerRun(cardArgs: string[], args: string[]): Promise<string> {
     return new Promise((resolve, reject) => {
       execFile(
         this.amixer,
-        [...this.cardArgs, ...args],
+        [...cardArgs, ...args],
         { env: { ...process.env, LC_ALL: 'C' }, timeout: this.timeoutMs, encoding: 'utf8' },
         (err, stdout, stderr) => {
           if (!err) return resolve(stdout);
-          reject(this.classify(err, String(stderr ?? ''), args));
+          const e = this.classify(err, String(stderr ?? ''), args);
+          (e as { stderr?: string }).stderr = String(stderr ?? '');
+          reject(e);
         },
       );
     });
@@ -229,6 +272,17 @@ export class AmixerMixer implements Mixer {
     if (err.killed) return new MixerError('mixer_failed', `amixer did not answer within ${this.timeoutMs} ms`, err);
     return new MixerError('mixer_failed', `amixer ${args.join(' ')} failed: ${firstLine(text)}`, err);
   }
+}
+
+/** alsa-lib's line when ALSA's default control is a sound server's plugin (PulseAudio's, PipeWire's) that could not
+ *  connect to its server: a socket refused, or no socket (PipeWire's EHOSTDOWN, "Host is down"). Only a plugin
+ *  that talks to a server fails on `default` that way; a card fails with "cannot find card". */
+function soundServerDown(err: unknown): string | undefined {
+  const stderr = (err as { stderr?: unknown }).stderr;
+  if (!(err instanceof MixerError) || typeof stderr !== 'string') return undefined;
+  const refused = /Connection refused|Host is down/i.test(stderr);
+  if (!refused && !/(pulse|pipewire)\S*:.*Unable to connect/i.test(stderr)) return undefined;
+  return firstLine(stderr.trim());
 }
 
 function firstLine(s: string): string {

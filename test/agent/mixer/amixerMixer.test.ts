@@ -1,5 +1,6 @@
 // The amixer mixer against real amixer on the virtual card (control Master, via the PulseAudio ALSA plugin),
 // and its parser against the output shapes of a Pi (PCM, mono, dB) and a USB card (Speaker, no switch).
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -85,6 +86,62 @@ describe('AmixerMixer on the virtual card', () => {
 
   it('a missing amixer binary gives mixer_failed naming alsa-utils', async () => {
     await expectMixerError(new AmixerMixer({ amixerPath: '/nonexistent/amixer', control: 'Master' }).get(), 'mixer_failed', /alsa-utils/);
+  });
+});
+
+describe("AmixerMixer when ALSA's default is a sound server this user cannot reach (the Pi OS desktop image's pipewire-alsa, seen by a system service)", () => {
+  // alsa-lib's own configuration, as a board with pipewire-alsa has it: `default` is a sound server's plugin whose
+  // server runs in another user's session (here PulseAudio's plugin, pointed at a socket nobody listens on: the
+  // same failure PipeWire's plugin has), and `sysdefault`, the first card's own device, is the virtual card.
+  let dir: string;
+  const saved = { ALSA_CONFIG_PATH: process.env.ALSA_CONFIG_PATH, PULSE_SERVER: process.env.PULSE_SERVER };
+  const card = saved.PULSE_SERVER!; // the virtual card's server (PULSE_SERVER would override a plugin's own server)
+  const writeConfig = (sysdefaultServer: string) => {
+    const file = path.join(dir, `alsa-${Math.random().toString(36).slice(2)}.conf`);
+    const nobody = `unix:${path.join(dir, 'nobody-listens', 'native')}`;
+    writeFileSync(
+      file,
+      [
+        '</usr/share/alsa/alsa.conf>',
+        `pcm.!default { type pulse server "${nobody}" }`,
+        `ctl.!default { type pulse server "${nobody}" }`,
+        `pcm.!sysdefault { type pulse server "${sysdefaultServer}" }`,
+        `ctl.!sysdefault { type pulse server "${sysdefaultServer}" }`,
+        '',
+      ].join('\n'),
+    );
+    return file;
+  };
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'alsa-conf-'));
+    delete process.env.PULSE_SERVER;
+  });
+  afterAll(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('regression: every volume call failed ("Connection refused"); now the first card\'s own mixer (sysdefault) is used', async () => {
+    process.env.ALSA_CONFIG_PATH = writeConfig(card);
+    const m = new AmixerMixer({ control: VIRTUAL.mixerControl });
+    expect(await m.setVolume(37)).toEqual({ volumePercent: 37, muted: false });
+    expect((await m.get()).volumePercent).toBe(37);
+    expect(m.description).toMatch(/sysdefault.*does not answer this user/);
+    // the level is the card's: read straight from sysdefault, and default still refuses
+    const direct = execFileSync('amixer', ['-D', 'sysdefault', '-M', 'sget', VIRTUAL.mixerControl], { env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' });
+    expect(parseScontents(direct)[0].channels.map((c) => c.percent)).toEqual([37, 37]);
+    expect(() => execFileSync('amixer', ['-D', 'default', 'sget', VIRTUAL.mixerControl], { env: process.env, stdio: 'pipe' })).toThrow();
+    expect(await m.setVolume(64)).toEqual({ volumePercent: 64, muted: false });
+  });
+
+  it('with no card behind sysdefault either, the error names both: the sound server that does not answer and the card', async () => {
+    process.env.ALSA_CONFIG_PATH = writeConfig(`unix:${path.join(dir, 'no-card-either', 'native')}`);
+    const m = new AmixerMixer({ control: VIRTUAL.mixerControl });
+    const err = await expectMixerError(m.get(), 'mixer_not_found', /ALSA's default control is a sound server's that does not answer this user \(.*Connection refused\).*sysdefault\) failed too: .*Connection refused/);
+    expect(err.message).not.toMatch(/\n/);
   });
 });
 
