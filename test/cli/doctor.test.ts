@@ -315,3 +315,38 @@ describe('doctor and the state directory', () => {
     }
   }, 180_000);
 });
+
+describe("doctor on a board whose ALSA default is a sound server the service cannot reach", () => {
+  it("regression (Raspberry Pi OS desktop's pipewire-alsa, seen by the system service): the mixer failed on every call (\"Connection refused\") and the streams took PortAudio's first device; both now use the first card's own default, sysdefault", async () => {
+    // alsa-lib's configuration as such a board has it: `default` a sound server's plugin whose server this user
+    // cannot reach (PulseAudio's plugin at a socket nobody listens on, for PipeWire's), `sysdefault` the card
+    // (here the virtual card). PULSE_SERVER would override the plugins' own servers, so it is left out.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'doctor-alsa-'));
+    try {
+      const nobody = `unix:${path.join(dir, 'nobody-listens', 'native')}`;
+      const card = process.env.PULSE_SERVER!;
+      const conf = path.join(dir, 'alsa.conf');
+      writeFileSync(
+        conf,
+        [
+          '</usr/share/alsa/alsa.conf>',
+          `pcm.!default { type pulse server "${nobody}" }`,
+          `ctl.!default { type pulse server "${nobody}" }`,
+          `pcm.!sysdefault { type pulse server "${card}" }`,
+          `ctl.!sysdefault { type pulse server "${card}" }`,
+          '',
+        ].join('\n'),
+      );
+      const { PULSE_SERVER: _server, ...rest } = dev.env;
+      const env = { ...rest, ALSA_CONFIG_PATH: conf };
+      const { checks } = await doctor(env);
+      expect(checks.playback).toMatchObject({ status: 'pass' });
+      expect(checks.mixer.status).toBe('pass');
+      expect(checks.mixer.detail).toMatch(/^card sysdefault \(ALSA's default sound server does not answer this user\), control Master: writable/);
+      const devices = await runCli(['devices'], env, 60_000);
+      expect(devices.stdout).toMatch(/configured capture: +default -> sysdefault\nconfigured playback: default -> sysdefault/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});

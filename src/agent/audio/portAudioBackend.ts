@@ -184,7 +184,14 @@ export interface ResolvedDevice {
 
 /**
  * Picks a device by configured name: exact name, then case-insensitive substring, 'default' (or empty)
- * -> the device named "default" if there is one, else PortAudio's default device.
+ * -> the device named "default" if there is one, else "sysdefault" (the first card's own default, with ALSA's
+ * conversions), else PortAudio's default device.
+ *
+ * PortAudio lists only the devices that open, so ALSA's `default` is missing where it names a sound server this
+ * user cannot reach (Raspberry Pi OS desktop's pipewire-alsa, seen by the system service). PortAudio's default
+ * is then its first device, a card's raw `hw:` device, which refuses a format the card does not have (mono, or
+ * 48 kHz on a 44.1 kHz card); `sysdefault` is the same card as ALSA itself would pick without the server, and
+ * the mixer falls back to it too (amixerMixer.ts).
  */
 export function resolveDevice(devices: AudioDeviceInfo[], name: string, direction: 'input' | 'output'): ResolvedDevice {
   const usable = devices.filter((d) => (direction === 'input' ? d.maxInputChannels : d.maxOutputChannels) > 0);
@@ -192,6 +199,8 @@ export function resolveDevice(devices: AudioDeviceInfo[], name: string, directio
   if (wanted === '' || wanted === 'default') {
     const named = usable.find((d) => d.name === 'default');
     if (named) return { id: named.id, label: 'default' };
+    const card = usable.find((d) => d.name === 'sysdefault');
+    if (card) return { id: card.id, label: 'sysdefault' };
     if (usable.length > 0) return { id: -1, label: 'default' };
   } else {
     const exact = usable.find((d) => d.name === wanted);

@@ -429,6 +429,20 @@ describe('PortAudioBackend', () => {
     expect(() => resolveDevice(devs, 'headphones', 'input')).toThrow(/no input audio device/);
   });
 
+  it('regression: with ALSA\'s default missing (a sound server this user cannot reach: PortAudio lists only what opens) it took PortAudio\'s first device, a raw hw: device; now the card\'s own default, sysdefault', () => {
+    // as PortAudio lists a Pi with a USB card: the raw hw: devices first, then ALSA's named PCMs (here without `default`)
+    const devs = [
+      { id: 0, name: 'bcm2835 Headphones: - (hw:0,0)', maxInputChannels: 0, maxOutputChannels: 8, defaultSampleRate: 44100, hostApi: 'ALSA' },
+      { id: 1, name: 'USB Audio Device: - (hw:1,0)', maxInputChannels: 1, maxOutputChannels: 2, defaultSampleRate: 48000, hostApi: 'ALSA' },
+      { id: 2, name: 'sysdefault', maxInputChannels: 128, maxOutputChannels: 128, defaultSampleRate: 48000, hostApi: 'ALSA' },
+      { id: 3, name: 'dmix', maxInputChannels: 0, maxOutputChannels: 2, defaultSampleRate: 48000, hostApi: 'ALSA' },
+    ];
+    expect(resolveDevice(devs, 'default', 'output')).toEqual({ id: 2, label: 'sysdefault' });
+    expect(resolveDevice(devs, '', 'input')).toEqual({ id: 2, label: 'sysdefault' });
+    // where `default` opens it stays the choice
+    expect(resolveDevice([...devs, { ...devs[2], id: 4, name: 'default' }], 'default', 'output')).toEqual({ id: 4, label: 'default' });
+  });
+
   it('maps PortAudio errors to codes', () => {
     expect(classifyPortAudioError(new Error('Could not open stream: Device unavailable'), 'x').code).toBe('device_busy');
     expect(classifyPortAudioError(new Error('Invalid device'), 'x').code).toBe('device_missing');
