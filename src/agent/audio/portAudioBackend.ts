@@ -224,7 +224,8 @@ export function classifyPortAudioError(err: unknown, doing: string): AudioDevice
   let hint = '';
   if (/busy|Device unavailable/i.test(text)) {
     code = 'device_busy';
-    hint = ' (another program holds the sound card: stop it, or play through a sound server such as PulseAudio/PipeWire)';
+    // a desktop session's PipeWire holds the card while it plays, and the service's user cannot reach that server
+    hint = ' (another program holds the sound card: stop it, or share the card through a sound server (PulseAudio, PipeWire) this user can reach; a desktop session\'s own server holds it while it plays)';
   } else if (/Invalid device|No default device|No such (device|file|entity)|Invalid number of channels|not found/i.test(text)) {
     code = 'device_missing';
     hint = ' (is the card plugged in and the device name right? `speaker-agent devices` lists them)';
