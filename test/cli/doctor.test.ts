@@ -328,12 +328,13 @@ describe("doctor on a board whose ALSA default is a sound server the service can
       const conf = path.join(dir, 'alsa.conf');
       writeFileSync(
         conf,
+        // a file of its own, not alsa.conf with additions: alsa.conf's hooks (/etc/alsa/conf.d, ~/.asoundrc) would
+        // override `default` after it
         [
-          '</usr/share/alsa/alsa.conf>',
-          `pcm.!default { type pulse server "${nobody}" }`,
-          `ctl.!default { type pulse server "${nobody}" }`,
-          `pcm.!sysdefault { type pulse server "${card}" }`,
-          `ctl.!sysdefault { type pulse server "${card}" }`,
+          `pcm.default { type pulse server "${nobody}" }`,
+          `ctl.default { type pulse server "${nobody}" }`,
+          `pcm.sysdefault { type pulse server "${card}" }`,
+          `ctl.sysdefault { type pulse server "${card}" }`,
           '',
         ].join('\n'),
       );

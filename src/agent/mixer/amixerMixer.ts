@@ -81,6 +81,11 @@ export class AmixerMixer implements Mixer {
     return `${card}, control ${this.control ?? this.chosenName ?? '(automatic)'}`;
   }
 
+  /** the card the last amixer call reached: sysdefault while ALSA's default sound server does not answer (run()) */
+  private get cardInUse(): string {
+    return this.serverDown ? 'sysdefault' : this.cardLabel;
+  }
+
   /** Lists the card's simple controls with their capabilities. */
   async listControls(): Promise<ParsedControl[]> {
     const out = await this.run(['scontents']);
@@ -138,7 +143,7 @@ export class AmixerMixer implements Mixer {
     const out = await this.runOnControl(['-M', 'sget', control]);
     const parsed = parseScontents(out)[0];
     if (!parsed || !parsed.hasPlaybackVolume || parsed.channels.length === 0) {
-      throw new MixerError('control_not_found', `mixer control ${JSON.stringify(control)} on card ${this.cardLabel} has no playback volume`);
+      throw new MixerError('control_not_found', `mixer control ${JSON.stringify(control)} on card ${this.cardInUse} has no playback volume`);
     }
     return parsed;
   }
@@ -178,7 +183,7 @@ export class AmixerMixer implements Mixer {
     const name = chooseControl(controls);
     if (!name) {
       const names = controls.map((c) => c.name).join(', ') || 'none';
-      throw new MixerError('control_not_found', `card ${this.cardLabel} has no control with a playback volume (controls: ${names})`);
+      throw new MixerError('control_not_found', `card ${this.cardInUse} has no control with a playback volume (controls: ${names})`);
     }
     if (/^\d+$/.test(this.cardLabel)) this.cardName = await readCardName(Number(this.cardLabel));
     return name;
@@ -210,29 +215,33 @@ export class AmixerMixer implements Mixer {
   /**
    * Runs amixer on the card. With mixer.card "default", when ALSA's default control is a sound server's plugin
    * whose server does not answer this user, the first card's own mixer (ALSA's `sysdefault`) is used instead, as
-   * the agent's audio streams use the card when `default` does not open. That is the Raspberry Pi OS desktop
-   * image: pipewire-alsa makes PipeWire ALSA's default for every user, but the server runs in the desktop user's
-   * session, which the service's user cannot reach, so every volume call failed. (Debian's PulseAudio plugin
-   * makes itself the default only while its server runs: 99-pulse.conf's pulse_load_if_running.)
+   * the agent's playback stream uses it when `default` does not open (resolveDevice). That is the Raspberry Pi OS
+   * desktop image: pipewire-alsa makes PipeWire ALSA's default for every user, but the server runs in the desktop
+   * user's session, which the service's user cannot reach, so every volume call failed. (Debian's PulseAudio
+   * plugin makes itself the default only for a user who can reach its server: 99-pulse.conf's hook.)
+   * `default` is asked first on every call, as the streams ask on every open: a server that was down only for a
+   * moment (restarted, or not yet up at boot) takes the volume back, not card 0 for the rest of the run.
    */
   private async run(args: string[]): Promise<string> {
-    if (this.cardLabel !== 'default') return this.amixerRun(this.cardArgs, args);
-    if (this.serverDown === undefined) {
-      try {
-        return await this.amixerRun(this.cardArgs, args);
-      } catch (err) {
-        const down = soundServerDown(err);
-        if (down === undefined) throw err;
-        this.serverDown = down;
-      }
+    if (this.cardLabel !== 'default') return this.amixerRun(this.cardArgs, args, this.cardLabel);
+    let down: string;
+    try {
+      const out = await this.amixerRun(this.cardArgs, args, 'default');
+      this.serverDown = undefined;
+      return out;
+    } catch (err) {
+      const why = soundServerDown(err);
+      if (why === undefined) throw err;
+      down = why;
     }
     try {
-      return await this.amixerRun(['-D', 'sysdefault'], args);
+      const out = await this.amixerRun(['-D', 'sysdefault'], args, 'sysdefault');
+      this.serverDown = down;
+      return out;
     } catch (err) {
-      const down = this.serverDown;
       if (!(err instanceof MixerError) || err.code !== 'mixer_not_found') throw err; // a control, a timeout: not the card
+      this.serverDown = undefined;
       const stderr = (err as { stderr?: unknown }).stderr;
-      this.serverDown = undefined; // the next call asks ALSA's default again (the server may be up by then)
       throw new MixerError(
         'mixer_not_found',
         `sound card default: ALSA's default control is a sound server's that does not answer this user (${down}), and the first card's own mixer (sysdefault) failed too: ${typeof stderr === 'string' && stderr.trim() ? firstLine(stderr.trim()) : err.message}`,
@@ -241,7 +250,8 @@ export class AmixerMixer implements Mixer {
     }
   }
 
-  private amixerRun(cardArgs: string[], args: string[]): Promise<string> {
+  /** amixer with these card arguments; `card` names the card in errors */
+  private amixerRun(cardArgs: string[], args: string[], card: string): Promise<string> {
     return new Promise((resolve, reject) => {
       execFile(
         this.amixer,
@@ -249,7 +259,7 @@ export class AmixerMixer implements Mixer {
         { env: { ...process.env, LC_ALL: 'C' }, timeout: this.timeoutMs, encoding: 'utf8' },
         (err, stdout, stderr) => {
           if (!err) return resolve(stdout);
-          const e = this.classify(err, String(stderr ?? ''), args);
+          const e = this.classify(err, String(stderr ?? ''), args, card);
           (e as { stderr?: string }).stderr = String(stderr ?? '');
           reject(e);
         },
@@ -257,32 +267,33 @@ export class AmixerMixer implements Mixer {
     });
   }
 
-  private classify(err: Error & { code?: string | number | null; killed?: boolean }, stderr: string, args: string[]): Error {
+  private classify(err: Error & { code?: string | number | null; killed?: boolean }, stderr: string, args: string[], card: string): Error {
     const text = stderr.trim() || err.message;
     if (err.code === 'ENOENT') {
       return new MixerError('mixer_failed', `${this.amixer} not found: install alsa-utils`, err);
     }
     if (/Unable to find simple control/i.test(text)) {
       const control = args.find((a, i) => args[i - 1] === 'sget' || args[i - 1] === 'sset') ?? '?';
-      return new MixerError('control_not_found', `mixer control ${JSON.stringify(control)} not found on card ${this.cardLabel}`, err);
+      return new MixerError('control_not_found', `mixer control ${JSON.stringify(control)} not found on card ${card}`, err);
     }
     if (/Invalid card|cannot find card|No such file|Mixer attach|Mixer load|No such device|control open/i.test(text)) {
-      return new MixerError('mixer_not_found', `sound card ${this.cardLabel} not found or has no mixer: ${firstLine(text)}`, err);
+      return new MixerError('mixer_not_found', `sound card ${card} not found or has no mixer: ${firstLine(text)}`, err);
     }
     if (err.killed) return new MixerError('mixer_failed', `amixer did not answer within ${this.timeoutMs} ms`, err);
     return new MixerError('mixer_failed', `amixer ${args.join(' ')} failed: ${firstLine(text)}`, err);
   }
 }
 
-/** alsa-lib's line when ALSA's default control is a sound server's plugin (PulseAudio's, PipeWire's) that could not
- *  connect to its server: a socket refused, or no socket (PipeWire's EHOSTDOWN, "Host is down"). Only a plugin
- *  that talks to a server fails on `default` that way; a card fails with "cannot find card". */
+/** The line saying so when ALSA's default control is a sound server's plugin (PulseAudio's, PipeWire's) that could
+ *  not connect to its server: a socket refused, or none there (PipeWire's EHOSTDOWN: amixer's "Mixer attach
+ *  default error: Host is down"). Only a plugin that talks to a server fails on `default` that way; a card fails
+ *  with "cannot find card". (The matching line, not the first: PipeWire may log a line of its own before it.) */
 function soundServerDown(err: unknown): string | undefined {
   const stderr = (err as { stderr?: unknown }).stderr;
   if (!(err instanceof MixerError) || typeof stderr !== 'string') return undefined;
-  const refused = /Connection refused|Host is down/i.test(stderr);
-  if (!refused && !/(pulse|pipewire)\S*:.*Unable to connect/i.test(stderr)) return undefined;
-  return firstLine(stderr.trim());
+  const lines = stderr.split('\n').map((l) => l.trim());
+  const line = lines.find((l) => /Connection refused|Host is down/i.test(l)) ?? lines.find((l) => /(pulse|pipewire)\S*:.*Unable to connect/i.test(l));
+  return line?.slice(0, 300);
 }
 
 function firstLine(s: string): string {

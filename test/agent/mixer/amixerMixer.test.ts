@@ -90,28 +90,26 @@ describe('AmixerMixer on the virtual card', () => {
 });
 
 describe("AmixerMixer when ALSA's default is a sound server this user cannot reach (the Pi OS desktop image's pipewire-alsa, seen by a system service)", () => {
-  // alsa-lib's own configuration, as a board with pipewire-alsa has it: `default` is a sound server's plugin whose
-  // server runs in another user's session (here PulseAudio's plugin, pointed at a socket nobody listens on: the
-  // same failure PipeWire's plugin has), and `sysdefault`, the first card's own device, is the virtual card.
+  // alsa-lib's configuration as a board with pipewire-alsa has it: `default` a sound server's plugin whose server
+  // runs in another user's session (PulseAudio's plugin at a socket nobody listens on: PipeWire's own plugin is
+  // not installed here), `sysdefault`, the first card's own device, the virtual card. A file of its own, not
+  // alsa.conf with additions: alsa.conf's hooks (/etc/alsa/conf.d, ~/.asoundrc) would override `default` after it.
   let dir: string;
   const saved = { ALSA_CONFIG_PATH: process.env.ALSA_CONFIG_PATH, PULSE_SERVER: process.env.PULSE_SERVER };
   const card = saved.PULSE_SERVER!; // the virtual card's server (PULSE_SERVER would override a plugin's own server)
-  const writeConfig = (sysdefaultServer: string) => {
+  const writeConfig = (servers: { default: string; sysdefault: string }) => {
     const file = path.join(dir, `alsa-${Math.random().toString(36).slice(2)}.conf`);
-    const nobody = `unix:${path.join(dir, 'nobody-listens', 'native')}`;
     writeFileSync(
       file,
-      [
-        '</usr/share/alsa/alsa.conf>',
-        `pcm.!default { type pulse server "${nobody}" }`,
-        `ctl.!default { type pulse server "${nobody}" }`,
-        `pcm.!sysdefault { type pulse server "${sysdefaultServer}" }`,
-        `ctl.!sysdefault { type pulse server "${sysdefaultServer}" }`,
-        '',
-      ].join('\n'),
+      Object.entries(servers)
+        .flatMap(([name, server]) => [`pcm.${name} { type pulse server "${server}" }`, `ctl.${name} { type pulse server "${server}" }`])
+        .join('\n') + '\n',
     );
     return file;
   };
+  const nobody = () => `unix:${path.join(dir, 'nobody-listens', 'native')}`;
+  const level = (device: string) =>
+    parseScontents(execFileSync('amixer', ['-D', device, '-M', 'sget', VIRTUAL.mixerControl], { env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' }))[0].channels.map((c) => c.percent);
   beforeAll(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'alsa-conf-'));
     delete process.env.PULSE_SERVER;
@@ -125,23 +123,39 @@ describe("AmixerMixer when ALSA's default is a sound server this user cannot rea
   });
 
   it('regression: every volume call failed ("Connection refused"); now the first card\'s own mixer (sysdefault) is used', async () => {
-    process.env.ALSA_CONFIG_PATH = writeConfig(card);
+    process.env.ALSA_CONFIG_PATH = writeConfig({ default: nobody(), sysdefault: card });
+    expect(() => execFileSync('amixer', ['-D', 'default', 'sget', VIRTUAL.mixerControl], { env: process.env, stdio: 'pipe' })).toThrow(); // as on the board
     const m = new AmixerMixer({ control: VIRTUAL.mixerControl });
     expect(await m.setVolume(37)).toEqual({ volumePercent: 37, muted: false });
     expect((await m.get()).volumePercent).toBe(37);
-    expect(m.description).toMatch(/sysdefault.*does not answer this user/);
-    // the level is the card's: read straight from sysdefault, and default still refuses
-    const direct = execFileSync('amixer', ['-D', 'sysdefault', '-M', 'sget', VIRTUAL.mixerControl], { env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' });
-    expect(parseScontents(direct)[0].channels.map((c) => c.percent)).toEqual([37, 37]);
-    expect(() => execFileSync('amixer', ['-D', 'default', 'sget', VIRTUAL.mixerControl], { env: process.env, stdio: 'pipe' })).toThrow();
+    expect(m.description).toMatch(/^card sysdefault \(ALSA's default sound server does not answer this user\)/);
+    expect(level('sysdefault')).toEqual([37, 37]); // the card's own level
     expect(await m.setVolume(64)).toEqual({ volumePercent: 64, muted: false });
   });
 
+  it("PipeWire's failure (no server socket: amixer's \"Host is down\") is one too; when the server answers again the volume is its again, not card 0's for the rest of the run", async () => {
+    // FakePipeWireDown: PipeWire's ALSA plugin is not installed here, so `-D default` answers with what amixer prints
+    // there when the plugin finds no server (EHOSTDOWN); every other call is the real amixer
+    const fake = path.join(dir, 'amixer-pipewire-down');
+    const up = path.join(dir, 'server-up');
+    writeFileSync(fake, `#!/bin/sh\nif [ "$1" = "-D" ] && [ "$2" = "default" ] && [ ! -e ${up} ]; then\n  echo "amixer: Mixer attach default error: Host is down" >&2; exit 1\nfi\nexec amixer "$@"\n`);
+    chmodSync(fake, 0o755);
+    // behind both names the virtual card: which one the mixer reached is told by its description
+    process.env.ALSA_CONFIG_PATH = writeConfig({ default: card, sysdefault: card });
+    const m = new AmixerMixer({ control: VIRTUAL.mixerControl, amixerPath: fake });
+    expect(await m.setVolume(41)).toEqual({ volumePercent: 41, muted: false });
+    expect(m.description).toMatch(/^card sysdefault/);
+    writeFileSync(up, ''); // the desktop's server is up again (or this speaker's own, late at boot)
+    expect(await m.setVolume(58)).toEqual({ volumePercent: 58, muted: false });
+    expect(m.description).toMatch(/^card default, control/);
+  });
+
   it('with no card behind sysdefault either, the error names both: the sound server that does not answer and the card', async () => {
-    process.env.ALSA_CONFIG_PATH = writeConfig(`unix:${path.join(dir, 'no-card-either', 'native')}`);
+    process.env.ALSA_CONFIG_PATH = writeConfig({ default: nobody(), sysdefault: `unix:${path.join(dir, 'no-card-either', 'native')}` });
     const m = new AmixerMixer({ control: VIRTUAL.mixerControl });
     const err = await expectMixerError(m.get(), 'mixer_not_found', /ALSA's default control is a sound server's that does not answer this user \(.*Connection refused\).*sysdefault\) failed too: .*Connection refused/);
     expect(err.message).not.toMatch(/\n/);
+    expect(m.description).toMatch(/^card default,/); // nothing reached: named as configured
   });
 });
 
