@@ -11,6 +11,10 @@ export interface SctpInternals {
   rto: number;
   /** bytes sent and not yet acknowledged (0: every message's SACK came) */
   flightSize: number;
+  /** messages sent and not yet acknowledged cumulatively */
+  sentQueue: unknown[];
+  /** takes one received SCTP packet (DTLS already removed) */
+  handleData(packet: Buffer): unknown;
 }
 
 export interface DataChannelPair {
@@ -20,6 +24,8 @@ export interface DataChannelPair {
   /** messages the receiver got, in order */
   received: string[];
   sctp: SctpInternals;
+  /** the receiver's SCTP association */
+  receiverSctp: SctpInternals;
   close(): Promise<void>;
 }
 
@@ -42,6 +48,7 @@ export async function dataChannelPair(): Promise<DataChannelPair> {
     channel,
     received,
     sctp,
+    receiverSctp: (receiver.sctpTransport as unknown as { sctp: SctpInternals }).sctp,
     close: async () => {
       await sender.close();
       await receiver.close();
