@@ -303,8 +303,10 @@ export const PATCHES = [
     file: 'node_modules/werift/lib/index.mjs',
     why:
       'SCTP counts a message in flight once (see above): a retransmission timeout resends only what the peer has ' +
-      'not acknowledged (RFC 9260 section 6.3.3: the outstanding messages; werift\'s peer never takes back what it ' +
-      'reported), and empties the flight as werift already did by setting its size to 0.',
+      'not acknowledged (RFC 9260 section 6.3.3: the outstanding messages), and empties the flight as werift ' +
+      'already did by setting its size to 0. The first message waiting is always resent: no gap report can ' +
+      'validly name it (the cumulative acknowledgement would cover it), so one that did came from a peer that ' +
+      'took a report back (werift\'s own never does), and skipping it would leave nothing to resend and no timer.',
     from:
       '    this.timer3Handle = void 0;\n' +
       '    this.sentQueue.forEach((chunk) => {\n' +
@@ -312,8 +314,9 @@ export const PATCHES = [
       '        chunk.retransmit = true;\n',
     to:
       '    this.timer3Handle = void 0;\n' +
-      '    this.sentQueue.forEach((chunk) => { // speaker-agent patch: SCTP counts a message in flight once\n' +
+      '    this.sentQueue.forEach((chunk, i) => { // speaker-agent patch: SCTP counts a message in flight once\n' +
       '      chunk.speakerAgentInFlight = false;\n' +
+      '      if (i === 0) chunk.acked = false;\n' +
       '      if (!chunk.acked && !this.maybeAbandon(chunk)) {\n' +
       '        chunk.retransmit = true;\n',
   },
