@@ -334,6 +334,42 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
+      'SCTP takes received messages in serial order (the data channel\'s acknowledgements): werift sorted the ' +
+      'sequence numbers (TSNs) it had received out of order with a plain sort(), which orders numbers as text, and ' +
+      'advanced its cumulative acknowledgement only while the first of them was the next one due. Where a loss ' +
+      'straddled a power of ten (999999999 arriving after 1000000000: "1000000000" sorts first) or the wrap at ' +
+      '2^32 (0 sorts before 4294967295 either way), the acknowledgement stopped for good: the sender kept every ' +
+      'later message for ever and resent one each second, and the receiver sorted its growing set at every packet. ' +
+      'A TSN starts at random and a call sends a few per second, so this is rare, and then lasts the whole call. ' +
+      'Now sorted by distance from the cumulative acknowledgement, mod 2^32 (test/vendor/weriftSctpTsnOrder.test.ts). ' +
+      'This site: when a message arrives.',
+    from: '    for (const tsn2 of [...this.sackMisOrdered].sort()) {\n',
+    to:
+      '    for (const tsn2 of [...this.sackMisOrdered].sort((a, b) => ((a - this.lastReceivedTsn) >>> 0) - ((b - this.lastReceivedTsn) >>> 0))) { // speaker-agent patch: SCTP takes received messages in serial order\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why: 'SCTP takes received messages in serial order (see above): when the peer moves the acknowledgement forward (FORWARD TSN).',
+    from: '    for (const tsn of [...this.sackMisOrdered].sort()) {\n',
+    to:
+      '    for (const tsn of [...this.sackMisOrdered].sort((a, b) => ((a - this.lastReceivedTsn) >>> 0) - ((b - this.lastReceivedTsn) >>> 0))) { // speaker-agent patch: SCTP takes received messages in serial order\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'SCTP takes received messages in serial order (see above): the gap report of a SACK lists them in that order, ' +
+      'and a gap\'s offset is taken mod 2^32. Across the wrap werift\'s offset was negative, writing the SACK threw, ' +
+      'and no SACK went out at all.',
+    from:
+      '    [...this.sackMisOrdered].sort().forEach((tsn) => {\n' +
+      '      const pos = (tsn - this.lastReceivedTsn) % SCTP_TSN_MODULO;\n',
+    to:
+      '    [...this.sackMisOrdered].sort((a, b) => ((a - this.lastReceivedTsn) >>> 0) - ((b - this.lastReceivedTsn) >>> 0)).forEach((tsn) => { // speaker-agent patch: SCTP takes received messages in serial order\n' +
+      '      const pos = (tsn - this.lastReceivedTsn) >>> 0;\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
       'SCTP round trips on the monotonic clock: werift times a message from its send to its SACK with Date.now. A ' +
       'board without a real-time clock steps its wall clock when NTP syncs (often a minute after boot, by days or ' +
       'months); a step between a message and its SACK made that "round trip" huge (or negative) and pinned the ' +

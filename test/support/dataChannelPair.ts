@@ -29,7 +29,9 @@ export interface DataChannelPair {
   close(): Promise<void>;
 }
 
-export async function dataChannelPair(): Promise<DataChannelPair> {
+/** `initialTsn`: the sender's first SCTP sequence number (werift picks one at random), to place a test's messages
+ *  at a boundary such as the wrap at 2^32. */
+export async function dataChannelPair(opts: { initialTsn?: number } = {}): Promise<DataChannelPair> {
   const config = { iceServers: [], iceAdditionalHostAddresses: ['127.0.0.1'] };
   const sender = new RTCPeerConnection(config);
   const receiver = new RTCPeerConnection(config);
@@ -37,6 +39,12 @@ export async function dataChannelPair(): Promise<DataChannelPair> {
   receiver.onDataChannel.subscribe((ch) => ch.onMessage.subscribe((m) => received.push(m.toString())));
   const channel = sender.createDataChannel('oai-events');
   await sender.setLocalDescription(await sender.createOffer());
+  if (opts.initialTsn !== undefined) {
+    // before the association's INIT, which carries it; the counters werift derives from it at construction follow
+    const s = (sender.sctpTransport as unknown as { sctp: Record<string, number> }).sctp;
+    const previous = (opts.initialTsn + 2 ** 32 - 1) % 2 ** 32;
+    Object.assign(s, { localTsn: opts.initialTsn, lastSackedTsn: previous, advancedPeerAckTsn: previous, reconfigRequestSeq: opts.initialTsn });
+  }
   await receiver.setRemoteDescription(sender.localDescription!);
   await receiver.setLocalDescription(await receiver.createAnswer());
   await sender.setRemoteDescription(receiver.localDescription!);

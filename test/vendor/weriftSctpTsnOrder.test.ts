@@ -1,0 +1,58 @@
+// Regression (found reading werift's SCTP for the flight-size fix, 30 Nov): the receiver sorted the sequence numbers
+// (TSNs) it had received out of order with a plain sort(), which orders numbers as text, and moved its cumulative
+// acknowledgement on only while the first of them was the next one due. A loss straddling a power of ten
+// (999999999 arriving after 1000000000) or the wrap at 2^32 stopped the acknowledgement for good: the sender kept
+// every later message and resent one every second for the rest of the call. Across the wrap the SACK's gap offset was
+// negative as well, and writing the SACK threw. The checked patches in scripts/patch-dependencies.mjs ("SCTP takes
+// received messages in serial order"). Real werift peers over loopback; the sender's first TSN is set, and the packet
+// lost is chosen by its TSN.
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitUntil } from '../support/audioCapture.js';
+import { dataChannelPair, type DataChannelPair, type SctpInternals } from '../support/dataChannelPair.js';
+
+let pair: DataChannelPair | undefined;
+afterEach(async () => {
+  await pair?.close();
+  pair = undefined;
+});
+
+/** The association loses the first DATA packet carrying `tsn` (SCTP chunk type 0 after the 12-byte common header;
+ *  its TSN follows the chunk's 4-byte header). */
+function loseTsnOnce(sctp: SctpInternals, tsn: number): { lost: boolean } {
+  const handle = sctp.handleData.bind(sctp);
+  const link = { lost: false };
+  sctp.handleData = (packet: Buffer) => {
+    if (!link.lost && packet.length >= 20 && packet[12] === 0 && packet.readUInt32BE(16) === tsn) {
+      link.lost = true;
+      return undefined;
+    }
+    return handle(packet);
+  };
+  return link;
+}
+
+const cases = [
+  { name: 'a power of ten (999999999 after 1000000000)', lost: 999_999_999 },
+  { name: 'the wrap at 2^32 (4294967295 after 0)', lost: 2 ** 32 - 1 },
+];
+
+describe('werift SCTP sequence numbers (patched)', () => {
+  for (const c of cases) {
+    it(`regression: a message lost across ${c.name} is acknowledged once it comes; the sender keeps nothing`, async () => {
+      // the channel's open message takes the first TSN; the 4th message is the one lost
+      pair = await dataChannelPair({ initialTsn: (c.lost - 4 + 2 ** 32) % 2 ** 32 });
+      const { channel, received, sctp, receiverSctp } = pair;
+      const link = loseTsnOnce(receiverSctp, c.lost);
+      for (let i = 0; i < 8; i++) channel.send(`message ${i}`);
+      await waitUntil(() => received.length === 8, 10_000, 'every message to arrive');
+      expect(link.lost).toBe(true); // the case in question: that message came later than those after it
+      expect(received).toEqual([...Array(8).keys()].map((i) => `message ${i}`));
+      // the cumulative acknowledgement reaches the last message: the sender holds nothing more
+      await waitUntil(() => sctp.sentQueue.length === 0, 5000, 'the sender to have every message acknowledged');
+      const receiver = receiverSctp as unknown as { lastReceivedTsn: number; sackMisOrdered: Set<number> };
+      expect(receiver.lastReceivedTsn).toBe((c.lost + 4) % 2 ** 32);
+      expect(receiver.sackMisOrdered.size).toBe(0);
+      expect(sctp.flightSize).toBe(0);
+    }, 20_000);
+  }
+});
