@@ -370,6 +370,16 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
+      'SCTP takes received messages in serial order (see above): one before TSN 0 is 4294967295. werift computed ' +
+      'it as (0 - 1) % 2^32, which is -1 in JavaScript: a channel closed when the next TSN was 0 sent a stream ' +
+      'reset that could not be written (an unhandled RangeError, the far end never closed; from a review), and an ' +
+      'association whose first TSN was 0 started its acknowledgements at -1.',
+    from: 'function tsnMinusOne(a) {\n  return (a - 1) % SCTP_TSN_MODULO;\n}\n',
+    to: 'function tsnMinusOne(a) { // speaker-agent patch: SCTP takes received messages in serial order (one before 0 is 2^32 - 1)\n  return (a - 1 + SCTP_TSN_MODULO) % SCTP_TSN_MODULO;\n}\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
       'SCTP round trips on the monotonic clock: werift times a message from its send to its SACK with Date.now. A ' +
       'board without a real-time clock steps its wall clock when NTP syncs (often a minute after boot, by days or ' +
       'months); a step between a message and its SACK made that "round trip" huge (or negative) and pinned the ' +

@@ -3,9 +3,10 @@
 // acknowledgement on only while the first of them was the next one due. A loss straddling a power of ten
 // (999999999 arriving after 1000000000) or the wrap at 2^32 stopped the acknowledgement for good: the sender kept
 // every later message and resent one every second for the rest of the call. Across the wrap the SACK's gap offset was
-// negative as well, and writing the SACK threw. The checked patches in scripts/patch-dependencies.mjs ("SCTP takes
-// received messages in serial order"). Real werift peers over loopback; the sender's first TSN is set, and the packet
-// lost is chosen by its TSN.
+// negative as well, and writing the SACK threw. And (from a review) one before TSN 0 was -1: a channel closed when the
+// next TSN was 0 sent a stream reset that could not be written (an unhandled RangeError; the far end never closed).
+// The checked patches in scripts/patch-dependencies.mjs ("SCTP takes received messages in serial order"). Real werift
+// peers over loopback; the sender's first TSN is set, and the packet lost is chosen by its TSN.
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/audioCapture.js';
 import { dataChannelPair, type DataChannelPair, type SctpInternals } from '../support/dataChannelPair.js';
@@ -55,4 +56,17 @@ describe('werift SCTP sequence numbers (patched)', () => {
       expect(sctp.flightSize).toBe(0);
     }, 20_000);
   }
+});
+
+describe('werift SCTP: one before a sequence number of 0', () => {
+  it('regression: a channel closed right after the wrap (the next TSN is 0) is closed at the far end', async () => {
+    // the open message takes 2^32 - 9, the eight messages the rest up to 2^32 - 1: the next TSN is 0
+    pair = await dataChannelPair({ initialTsn: 2 ** 32 - 9 });
+    const { channel, received, receiver } = pair;
+    for (let i = 0; i < 8; i++) channel.send(`message ${i}`);
+    await waitUntil(() => received.length === 8, 10_000, 'every message to arrive');
+    const far = Object.values((receiver.sctpTransport as unknown as { dataChannels: Record<string, { readyState: string }> }).dataChannels)[0];
+    channel.close(); // a stream reset naming the last TSN sent, 0 - 1
+    await waitUntil(() => far.readyState === 'closed', 10_000, 'the far end of the channel to close');
+  }, 30_000);
 });
