@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { percentile, type BenchRow } from './table.js';
 
-const N = Number(process.env.BENCH_DC_LOSS_MESSAGES ?? 3000);
+const N = Number(process.env.BENCH_DC_LOSS_MESSAGES ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_DC_LOSS_ROUNDS ?? 3);
 const LOSS = 20;
 
