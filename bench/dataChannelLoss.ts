@@ -5,9 +5,9 @@
 // the bytes each end still counts in flight with nothing out. Run by bench/datachannel-loss.bench.ts, with werift
 // as installed (patched) and, under bench/weriftAsShipped.mjs, as shipped.
 import type { RTCDataChannel } from 'werift';
-import { dataChannelPair } from '../test/support/dataChannelPair.js';
+import { countTimeouts, dataChannelPair } from '../test/support/dataChannelPair.js';
 
-const N = Number(process.argv[2] ?? 3000);
+const N = Number(process.argv[2] ?? 10_000);
 const lossPercent = Number(process.argv[3] ?? 20);
 const STALL_MS = 20_000;
 
@@ -16,15 +16,8 @@ const far = Object.values((pair.receiver.sctpTransport as unknown as { dataChann
 far.onMessage.subscribe((m) => far.send(`answer ${m.toString().slice(0, 400)}${'x'.repeat(200)}`));
 let answers = 0;
 pair.channel.onMessage.subscribe(() => answers++);
-const ends = [pair.sctp, pair.receiverSctp] as unknown as { timer3Expired: () => void; flightSize: number; sentQueue: unknown[] }[];
-let timeouts = 0;
-for (const s of ends) {
-  const expired = s.timer3Expired;
-  s.timer3Expired = () => {
-    timeouts++;
-    expired();
-  };
-}
+const ends = [pair.sctp, pair.receiverSctp];
+const timeouts = ends.map(countTimeouts);
 // werift keeps a packet when Math.random() < inboundPacketLoss / 100: the option is the share let through
 for (const pc of [pair.sender, pair.receiver]) pc.config.debug = { inboundPacketLoss: 100 - lossPercent };
 const t0 = performance.now();
@@ -41,5 +34,5 @@ while (answers < N && performance.now() - seenAt < STALL_MS) {
 }
 if (answers === N) doneAt = performance.now();
 const leftInFlight = ends.map((s) => (s.sentQueue.length === 0 ? s.flightSize : 0));
-process.stdout.write(`${JSON.stringify({ ms: Math.round(doneAt - t0), answers, timeouts, leftInFlight })}\n`);
+process.stdout.write(`${JSON.stringify({ ms: Math.round(doneAt - t0), answers, timeouts: timeouts[0].n + timeouts[1].n, leftInFlight })}\n`);
 process.exit(0);

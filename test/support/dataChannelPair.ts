@@ -63,3 +63,34 @@ export async function dataChannelPair(opts: { initialTsn?: number } = {}): Promi
     },
   };
 }
+
+/** The association loses the first DATA packet it receives that `match` accepts (SCTP chunk type 0 right after the
+ *  12-byte common header; the packet is handed over without DTLS). `lost` says whether it happened; `dataAfter` counts
+ *  the DATA packets received after it. */
+export function loseDataOnce(sctp: SctpInternals, match: (packet: Buffer) => boolean = () => true): { lost: boolean; dataAfter: number } {
+  const handle = sctp.handleData.bind(sctp);
+  const link = { lost: false, dataAfter: 0 };
+  sctp.handleData = (packet: Buffer) => {
+    if (packet.length > 12 && packet[12] === 0) {
+      if (!link.lost && match(packet)) {
+        link.lost = true;
+        return undefined;
+      }
+      if (link.lost) link.dataAfter++;
+    }
+    return handle(packet);
+  };
+  return link;
+}
+
+/** Counts the association's retransmission timeouts (werift arms its timer with this property when it starts it). */
+export function countTimeouts(sctp: SctpInternals): { n: number } {
+  const count = { n: 0 };
+  const internals = sctp as unknown as { timer3Expired: () => void };
+  const expired = internals.timer3Expired;
+  internals.timer3Expired = () => {
+    count.n++;
+    expired();
+  };
+  return count;
+}

@@ -9,7 +9,7 @@
 // packet is lost is chosen here, so the case is the same every run.
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/audioCapture.js';
-import { dataChannelPair, type DataChannelPair, type SctpInternals } from '../support/dataChannelPair.js';
+import { countTimeouts, dataChannelPair, loseDataOnce, type DataChannelPair } from '../support/dataChannelPair.js';
 
 let pair: DataChannelPair | undefined;
 afterEach(async () => {
@@ -17,42 +17,11 @@ afterEach(async () => {
   pair = undefined;
 });
 
-/** The association loses the next DATA packet it receives (SCTP chunk type 0 right after the 12-byte common header);
- *  returns the count of DATA packets it got after that one. */
-function loseNextData(sctp: SctpInternals): { dataAfter: number } {
-  const handle = sctp.handleData.bind(sctp);
-  const seen = { dataAfter: 0 };
-  let armed = true;
-  sctp.handleData = (packet: Buffer) => {
-    if (packet.length > 12 && packet[12] === 0) {
-      if (armed) {
-        armed = false;
-        return undefined;
-      }
-      seen.dataAfter++;
-    }
-    return handle(packet);
-  };
-  return seen;
-}
-
-/** Counts the association's retransmission timeouts (werift arms its timer with this property when it starts it). */
-function countTimeouts(sctp: SctpInternals): { n: number } {
-  const count = { n: 0 };
-  const internals = sctp as unknown as { timer3Expired: () => void };
-  const expired = internals.timer3Expired;
-  internals.timer3Expired = () => {
-    count.n++;
-    expired();
-  };
-  return count;
-}
-
 describe('werift SCTP flight size (patched)', () => {
   it('regression: messages the peer had reported received are not resent after a timeout and not counted in flight for ever; the channel keeps sending', async () => {
     pair = await dataChannelPair();
     const { channel, received, sctp, receiverSctp } = pair;
-    const link = loseNextData(receiverSctp);
+    const link = loseDataOnce(receiverSctp);
     const timeouts = countTimeouts(sctp);
     // A short message, lost; two near-full ones that arrive and are reported in gap reports (two reports: a third
     // would resend the lost one at once, without the timeout). After the 1 s timeout werift as shipped resent all
@@ -74,7 +43,7 @@ describe('werift SCTP flight size (patched)', () => {
   it('a message a peer reported received and then took back is still resent by the timeout (the first one waiting always is)', async () => {
     pair = await dataChannelPair();
     const { channel, received, sctp, receiverSctp } = pair;
-    loseNextData(receiverSctp);
+    loseDataOnce(receiverSctp);
     channel.send('taken back');
     await waitUntil(() => sctp.sentQueue.length === 1, 5000, 'the message to be sent');
     // What a gap report naming it does (werift's own peer never sends one for the first message waiting: another

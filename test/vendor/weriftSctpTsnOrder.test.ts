@@ -9,28 +9,13 @@
 // peers over loopback; the sender's first TSN is set, and the packet lost is chosen by its TSN.
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/audioCapture.js';
-import { dataChannelPair, type DataChannelPair, type SctpInternals } from '../support/dataChannelPair.js';
+import { dataChannelPair, loseDataOnce, type DataChannelPair } from '../support/dataChannelPair.js';
 
 let pair: DataChannelPair | undefined;
 afterEach(async () => {
   await pair?.close();
   pair = undefined;
 });
-
-/** The association loses the first DATA packet carrying `tsn` (SCTP chunk type 0 after the 12-byte common header;
- *  its TSN follows the chunk's 4-byte header). */
-function loseTsnOnce(sctp: SctpInternals, tsn: number): { lost: boolean } {
-  const handle = sctp.handleData.bind(sctp);
-  const link = { lost: false };
-  sctp.handleData = (packet: Buffer) => {
-    if (!link.lost && packet.length >= 20 && packet[12] === 0 && packet.readUInt32BE(16) === tsn) {
-      link.lost = true;
-      return undefined;
-    }
-    return handle(packet);
-  };
-  return link;
-}
 
 const cases = [
   { name: 'a power of ten (999999999 after 1000000000)', lost: 999_999_999 },
@@ -43,7 +28,7 @@ describe('werift SCTP sequence numbers (patched)', () => {
       // the channel's open message takes the first TSN; the 4th message is the one lost
       pair = await dataChannelPair({ initialTsn: (c.lost - 4 + 2 ** 32) % 2 ** 32 });
       const { channel, received, sctp, receiverSctp } = pair;
-      const link = loseTsnOnce(receiverSctp, c.lost);
+      const link = loseDataOnce(receiverSctp, (packet) => packet.length >= 20 && packet.readUInt32BE(16) === c.lost); // its TSN follows the chunk's 4-byte header
       for (let i = 0; i < 8; i++) channel.send(`message ${i}`);
       await waitUntil(() => received.length === 8, 10_000, 'every message to arrive');
       expect(link.lost).toBe(true); // the case in question: that message came later than those after it
