@@ -39,12 +39,7 @@ export async function dataChannelPair(opts: { initialTsn?: number } = {}): Promi
   receiver.onDataChannel.subscribe((ch) => ch.onMessage.subscribe((m) => received.push(m.toString())));
   const channel = sender.createDataChannel('oai-events');
   await sender.setLocalDescription(await sender.createOffer());
-  if (opts.initialTsn !== undefined) {
-    // before the association's INIT, which carries it; the counters werift derives from it at construction follow
-    const s = (sender.sctpTransport as unknown as { sctp: Record<string, number> }).sctp;
-    const previous = (opts.initialTsn + 2 ** 32 - 1) % 2 ** 32;
-    Object.assign(s, { localTsn: opts.initialTsn, lastSackedTsn: previous, advancedPeerAckTsn: previous, reconfigRequestSeq: opts.initialTsn });
-  }
+  if (opts.initialTsn !== undefined) setInitialTsn(sender, opts.initialTsn);
   await receiver.setRemoteDescription(sender.localDescription!);
   await receiver.setLocalDescription(await receiver.createAnswer());
   await sender.setRemoteDescription(receiver.localDescription!);
@@ -62,6 +57,15 @@ export async function dataChannelPair(opts: { initialTsn?: number } = {}): Promi
       await receiver.close();
     },
   };
+}
+
+/** Sets a peer's first SCTP sequence number (werift picks one at random). Call it once the peer has both its local
+ *  description and a data channel, before its association's INIT (which carries it) goes out; the counters werift
+ *  derives from it at construction follow. */
+export function setInitialTsn(pc: RTCPeerConnection, initialTsn: number): void {
+  const s = (pc.sctpTransport as unknown as { sctp: Record<string, number> }).sctp;
+  const previous = (initialTsn + 2 ** 32 - 1) % 2 ** 32;
+  Object.assign(s, { localTsn: initialTsn, lastSackedTsn: previous, advancedPeerAckTsn: previous, reconfigRequestSeq: initialTsn });
 }
 
 /** The association loses the first DATA packet it receives that `match` accepts (SCTP chunk type 0 right after the
@@ -93,4 +97,36 @@ export function countTimeouts(sctp: SctpInternals): { n: number } {
     expired();
   };
   return count;
+}
+
+/** From now on the association loses `share` of the SCTP packets it receives and of those it sends, chosen by a
+ *  seeded generator (the same choices every run for the same packets). `stop()` ends the loss. */
+export function loseAtRandom(sctp: SctpInternals, share: number, seed = 1): { received: number; sent: number; lostIn: number; lostOut: number; stop(): void } {
+  let state = seed >>> 0;
+  // mulberry32
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const internals = sctp as unknown as { transport: { send(packet: Buffer): Promise<unknown> } };
+  const handle = sctp.handleData.bind(sctp);
+  const send = internals.transport.send;
+  const link = { received: 0, sent: 0, lostIn: 0, lostOut: 0, stop: () => undefined as void };
+  let on = true;
+  sctp.handleData = (packet: Buffer) => {
+    link.received++;
+    if (on && random() < share) return void link.lostIn++;
+    return handle(packet);
+  };
+  internals.transport.send = (packet: Buffer) => {
+    link.sent++;
+    if (on && random() < share) return Promise.resolve(void link.lostOut++);
+    return send(packet);
+  };
+  link.stop = () => {
+    on = false;
+  };
+  return link;
 }
