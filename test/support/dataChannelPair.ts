@@ -100,7 +100,8 @@ export function countTimeouts(sctp: SctpInternals): { n: number } {
 }
 
 /** From now on the association loses `share` of the SCTP packets it receives and of those it sends, chosen by a
- *  seeded generator (the same choices every run for the same packets). `stop()` ends the loss. */
+ *  seeded generator, one for both directions (the same sequence of choices every run; which packets they fall on
+ *  follows the timing). `stop()` ends the loss. */
 export function loseAtRandom(sctp: SctpInternals, share: number, seed = 1): { received: number; sent: number; lostIn: number; lostOut: number; stop(): void } {
   let state = seed >>> 0;
   // mulberry32
