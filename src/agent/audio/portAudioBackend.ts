@@ -226,7 +226,13 @@ export function classifyPortAudioError(err: unknown, doing: string): AudioDevice
     code = 'device_busy';
     // a desktop session's PipeWire holds the card while it plays, and the service's user cannot reach that server
     hint = ' (another program holds the sound card: stop it, or share the card through a sound server (PulseAudio, PipeWire) this user can reach; a desktop session\'s own server holds it while it plays)';
-  } else if (/Invalid device|No default device|No such (device|file|entity)|Invalid number of channels|not found/i.test(text)) {
+  } else if (/Invalid sample rate|Sample format not supported|Invalid number of channels/i.test(text)) {
+    // the device opened but refuses the stream's format. PortAudio converts sample formats and opens more channels
+    // than asked where a card has no mono, so this is mostly a card's raw `hw:` device (which converts nothing) and
+    // a rate it lacks (a 44.1 kHz USB card) or a format PortAudio cannot make (a Pi's HDMI, IEC958 frames only).
+    // Debian's PortAudio names the cards `plughw:` (ALSA's conversions) when PA_ALSA_PLUGHW is set when it starts.
+    hint = ` (the device does not take ${SAMPLE_RATE / 1000} kHz 16-bit mono${/\(hw:\d+,\d+\)/.test(doing) ? ', and a card\'s raw hw: device converts nothing' : ''}: name a device that converts (\`default\`, \`sysdefault\`, a PCM of asound.conf), or add PA_ALSA_PLUGHW=1 to /etc/speaker-agent/environment, which makes PortAudio open every card as plughw:, with ALSA's conversions)`;
+  } else if (/Invalid device|No default device|No such (device|file|entity)|not found/i.test(text)) {
     code = 'device_missing';
     hint = ' (is the card plugged in and the device name right? `speaker-agent devices` lists them)';
   }

@@ -448,4 +448,22 @@ describe('PortAudioBackend', () => {
     expect(classifyPortAudioError(new Error('Invalid device'), 'x').code).toBe('device_missing');
     expect(classifyPortAudioError(new Error('Format not supported: Unanticipated host error'), 'x').code).toBe('device_failed');
   });
+
+  it("regression: a card's raw hw: device that refuses the stream's rate or format was reported as a card that is missing (\"is the card plugged in?\"); now the error says the device does not take the stream and how to get ALSA's conversions", () => {
+    // Pa_GetErrorText's words as naudiodon2 wraps them (FrameIO.cc); each is in Debian's libportaudio. A 44.1 kHz-only
+    // USB card named by its name (PortAudio lists cards as their raw `hw:N,M`), a Pi's HDMI (IEC958 frames only).
+    const usb = 'cannot open capture device USB PnP Sound Device: Audio (hw:1,0)';
+    for (const text of ['Could not open stream: Invalid sample rate', 'Could not open stream: Sample format not supported', 'Could not open stream: Invalid number of channels']) {
+      const e = classifyPortAudioError(new Error(text), usb);
+      expect(e.code).toBe('device_failed');
+      expect(e.message).toContain(`${usb}: ${text} (the device does not take 48 kHz 16-bit mono, and a card's raw hw: device converts nothing`);
+      expect(e.message).toMatch(/PA_ALSA_PLUGHW=1 to \/etc\/speaker-agent\/environment/);
+      expect(e.message).not.toMatch(/plugged in/);
+    }
+    // a device that converts (a PCM of asound.conf, or plughw: once PA_ALSA_PLUGHW is set) is not called raw
+    const plug = classifyPortAudioError(new Error('Could not open stream: Invalid sample rate'), 'cannot open playback device USB PnP Sound Device: Audio (plughw:1,0)');
+    expect(plug.message).toContain('(the device does not take 48 kHz 16-bit mono: name a device that converts');
+    // a missing device is still one
+    expect(classifyPortAudioError(new Error('Could not open stream: Invalid device'), usb).message).toMatch(/is the card plugged in/);
+  });
 });
