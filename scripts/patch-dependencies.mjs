@@ -380,6 +380,43 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
+      'SCTP takes DATA only as far ahead as a SACK can report: a SACK gives each block of messages received out of ' +
+      'order as a 16-bit offset from the cumulative acknowledgement, and werift took a message of any sequence number ' +
+      'ahead of it. One 65,536 or more ahead (a peer\'s bug, or that many tiny messages in flight) made every SACK ' +
+      'throw while it was written ("send sack failed", in the debug log only) until the acknowledgement came within ' +
+      '65,535 of it: for one far ahead, no acknowledgement for the rest of the call, the peer resending and holding ' +
+      'every message after it, and the number kept in the set werift sorts at every packet. Such a message is now ' +
+      'dropped unacknowledged, which a sender survives: it ' +
+      'resends it as it does any message not acknowledged. libwebrtc\'s dcsctp does the same beyond 100,000 ' +
+      '(its kMaxAcceptedOutstandingFragments; werift\'s limit is the offset\'s; test/vendor/weriftSctpSackLimits.test.ts).',
+    from: '  receiveDataChunk(chunk) {\n    this.sackNeeded = true;\n    if (this.markReceived(chunk.tsn)) {\n',
+    to:
+      '  receiveDataChunk(chunk) {\n' +
+      '    this.sackNeeded = true;\n' +
+      '    const speakerAgentAhead = (chunk.tsn - this.lastReceivedTsn) >>> 0; // speaker-agent patch: SCTP takes DATA only as far ahead as a SACK can report\n' +
+      '    if (speakerAgentAhead > 65535 && speakerAgentAhead < 2147483648) {\n' +
+      '      this.sackImmediate = true;\n' +
+      '      return;\n' +
+      '    }\n' +
+      '    if (this.markReceived(chunk.tsn)) { // (the duplicates: serially before the cumulative acknowledgement)\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A SACK fits in one packet: werift listed every block of messages received out of order and every ' +
+      'duplicate, so after scattered losses among many small messages (a backlog on bad Wi-Fi) one SACK outgrew ' +
+      'the 1,228-byte packets werift sends DATA in (4 bytes a block: 300 blocks), and went out as a datagram the ' +
+      'path may have to fragment or drop. Now the first 256 blocks (the oldest: what the sender resends first) and ' +
+      '32 duplicates, at most 1,180 bytes a packet; a block left out reads as not yet received, as in a SACK sent ' +
+      'before it came (dcsctp reports 20 of each; test/vendor/weriftSctpSackLimits.test.ts).',
+    from: '    sack.duplicates = [...this.sackDuplicates];\n    sack.gaps = gaps;\n',
+    to:
+      '    sack.duplicates = this.sackDuplicates.slice(0, 32); // speaker-agent patch: a SACK fits in one packet\n' +
+      '    sack.gaps = gaps.slice(0, 256);\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
       'SCTP round trips on the monotonic clock: werift times a message from its send to its SACK with Date.now. A ' +
       'board without a real-time clock steps its wall clock when NTP syncs (often a minute after boot, by days or ' +
       'months); a step between a message and its SACK made that "round trip" huge (or negative) and pinned the ' +
