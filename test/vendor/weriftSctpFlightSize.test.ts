@@ -24,7 +24,7 @@ describe('werift SCTP flight size (patched)', () => {
     const link = loseDataOnce(receiverSctp);
     const timeouts = countTimeouts(sctp);
     // A short message, lost; two near-full ones that arrive and are reported in gap reports (two reports: a third
-    // would resend the lost one at once, without the timeout). After the 1 s timeout werift as shipped resent all
+    // would resend the lost one at once, without the timeout). After the timeout werift as shipped resent all
     // three and counted the two already received, 2,200 bytes, for ever: more than its window (1,201) after it.
     channel.send('a');
     channel.send('b'.repeat(1100));
