@@ -466,4 +466,18 @@ describe('PortAudioBackend', () => {
     // a missing device is still one
     expect(classifyPortAudioError(new Error('Could not open stream: Invalid device'), usb).message).toMatch(/is the card plugged in/);
   });
+
+  it("the advice's PA_ALSA_PLUGHW=1 leaves a machine's named devices as they were: the same list, and the default device records", async () => {
+    // Only the cards' own devices are renamed (hw:N,M -> plughw:N,M); this machine has no ALSA card, so what is
+    // checked is that the variable costs nothing to the devices a sound server gives (PortAudio reads it as it starts:
+    // a process of its own)
+    const { stdout } = await execFileP(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../../support/plughwMain.ts')], {
+      env: { ...process.env, PA_ALSA_PLUGHW: '1' },
+      timeout: 30_000,
+    });
+    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { names: string[]; frames: number };
+    expect(r.names).toEqual(backend.listDevices().map((d) => d.name));
+    expect(r.names).toContain('default');
+    expect(r.frames).toBeGreaterThanOrEqual(25); // it waits up to 10 s for them
+  });
 });
