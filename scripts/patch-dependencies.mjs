@@ -276,10 +276,39 @@ export const PATCHES = [
       'agent\'s channel is quiet most of the time, a few messages at a time, so a lost one has no later ones to ' +
       'report it missing and waits for the timeout: a lost function result or event came a second late. Now ' +
       '0.4 s, as in Chromium (`npm run bench -- datachannel-loss`, "a message lost on a quiet channel", against ' +
-      'werift as shipped). On a slower link the timeout follows the measured round trip as before (srtt + 4 rttvar); ' +
-      'the floor only matters where the round trip is short. The first timeout, before any round trip, stays 1 s.',
+      'werift as shipped). On a slower link the timeout follows the measured round trip as before (srtt + 4 rttvar, ' +
+      'with the variance floor and the back-off below); the floor only matters where the round trip is short. The ' +
+      'first timeout, before any round trip, stays 1 s.',
     from: 'var SCTP_RTO_MIN = 1;\n',
     to: 'var SCTP_RTO_MIN = 0.4; // speaker-agent patch: SCTP retransmission, resend a lost message after 0.4 s as WebRTC\'s own SCTP does\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'SCTP retransmission (see above): the timeout backs off. werift resent at the same timeout for ever and takes ' +
+      'a round trip only from a message sent once, so once its round trip grew past the timeout (a congested ' +
+      'Wi-Fi, a far TURN relay) every message timed out and went twice, its window fell to one packet each time, ' +
+      'and no round trip was ever measured again: the timeout never rose to meet it. With the 0.4 s floor that ' +
+      'takes a round trip over 0.4 s, not 1 s. Now each expiry doubles the timeout, up to 3 s (libwebrtc caps ' +
+      'dcsctp\'s back-off there), never below what the round trip gave; the next message acknowledged at its ' +
+      'first sending sets it from the round trip again (RFC 9260 section 6.3.3, E2; ' +
+      'test/vendor/weriftSctpRetransmission.test.ts).',
+    from: '    this.cwnd = USERDATA_MAX_LENGTH;\n    this.transmit();\n  };\n',
+    to:
+      '    this.cwnd = USERDATA_MAX_LENGTH;\n' +
+      '    this.rto = Math.min(this.rto * 2, Math.max(this.rto, 3)); // speaker-agent patch: SCTP retransmission backs off\n' +
+      '    this.transmit();\n' +
+      '  };\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'SCTP retransmission (see above): a floor under the round trip\'s variance, as dcsctp has (its ' +
+      'min_rtt_variance, 220 ms, divided by 8: the timeout at least 110 ms above the smoothed round trip). On a ' +
+      'steady link the variance falls towards 0 and the timeout onto the round trip itself, where any jitter makes ' +
+      'a message time out before its SACK can come; with the 0.4 s floor that is a round trip from 0.3 s up.',
+    from: '      Math.min(this.srtt + 4 * this.rttvar, SCTP_RTO_MAX)\n',
+    to: '      Math.min(this.srtt + 4 * Math.max(this.rttvar, 0.0275), SCTP_RTO_MAX) // speaker-agent patch: SCTP retransmission, a floor under the variance\n',
   },
   {
     file: 'node_modules/werift/lib/index.mjs',
@@ -406,7 +435,7 @@ export const PATCHES = [
       '  receiveDataChunk(chunk) {\n' +
       '    this.sackNeeded = true;\n' +
       '    const speakerAgentAhead = (chunk.tsn - this.lastReceivedTsn) >>> 0; // speaker-agent patch: SCTP takes DATA only as far ahead as a SACK can report\n' +
-      '    if (speakerAgentAhead > 65535 && speakerAgentAhead < 2147483648) {\n' +
+      '    if (speakerAgentAhead > 65535 && !uint32Gte(this.lastReceivedTsn, chunk.tsn)) { // (not a duplicate: exactly 2^31 ahead is neither)\n' +
       '      this.sackImmediate = true;\n' +
       '      return;\n' +
       '    }\n' +

@@ -6,7 +6,7 @@
 // clock") times them with performance.now. Two real werift peers over loopback; the step is a spy on Date.now
 // (a fake: the machine's clock is not this test's to set).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sleep, waitUntil } from '../support/audioCapture.js';
+import { waitUntil } from '../support/audioCapture.js';
 import { dataChannelPair, type DataChannelPair } from '../support/dataChannelPair.js';
 
 let pair: DataChannelPair | undefined;
@@ -20,24 +20,30 @@ describe('werift SCTP across a wall-clock step (patched)', () => {
   it.each([
     { name: '90 days forward (NTP syncing after boot)', stepMs: 90 * 86_400_000 },
     { name: 'an hour back (a bad time server, a manual date)', stepMs: -3_600_000 },
-  ])('regression: a step of $name while a message waits for its SACK leaves the retransmission timeout at its 0.4 s floor', async ({ stepMs }) => {
+  ])('regression: a step of $name while a message waits for its SACK leaves the retransmission timeout near its 0.4 s floor, not at 60 s', async ({ stepMs }) => {
     pair = await dataChannelPair();
     const { channel, received, sctp } = pair;
-    for (let i = 0; i < 5; i++) {
+    // until the timeout is at its floor ("SCTP retransmission"): the loopback round trip is far under it, but one slow
+    // first sample on a loaded machine keeps it above for a few messages
+    const deadline = performance.now() + 10_000;
+    for (let i = 0; sctp.rto !== 0.4 && performance.now() < deadline; i++) {
       channel.send(`warm ${i}`);
-      await sleep(30);
+      await waitUntil(() => received.length === i + 1 && sctp.sentQueue.length === 0, 5_000, 'a warm-up message and its SACK');
     }
-    await waitUntil(() => received.length === 5, 5_000, 'the warm-up messages');
-    expect(sctp.rto).toBe(0.4); // the floor ("SCTP retransmission"): the loopback round trip is far under it
+    expect(sctp.rto).toBe(0.4);
     const realNow = Date.now.bind(Date);
     // the step lands between the send and the SACK: the send is stamped first, then the clock moves
     channel.send('in flight');
     vi.spyOn(Date, 'now').mockImplementation(() => realNow() + stepMs);
     await waitUntil(() => received.includes('in flight'), 5_000, 'the message');
     await waitUntil(() => sctp.flightSize === 0, 5_000, 'its SACK'); // the round trip is measured on it
-    expect(sctp.rto).toBe(0.4);
+    // a loopback round trip: the floor, or just above it if this sample was slow (as shipped: 60 s, the maximum, or
+    // a negative round trip's nonsense); the same for the next message
+    expect(sctp.rto).toBeGreaterThanOrEqual(0.4);
+    expect(sctp.rto).toBeLessThan(1);
     channel.send('after');
     await waitUntil(() => received.includes('after'), 5_000, 'the next message');
-    expect(sctp.rto).toBe(0.4);
+    expect(sctp.rto).toBeGreaterThanOrEqual(0.4);
+    expect(sctp.rto).toBeLessThan(1);
   });
 });

@@ -203,11 +203,18 @@ export function resolveDevice(devices: AudioDeviceInfo[], name: string, directio
     if (card) return { id: card.id, label: 'sysdefault' };
     if (usable.length > 0) return { id: -1, label: 'default' };
   } else {
-    const exact = usable.find((d) => d.name === wanted);
-    if (exact) return { id: exact.id, label: exact.name };
-    const lower = wanted.toLowerCase();
-    const partial = usable.filter((d) => d.name.toLowerCase().includes(lower));
-    if (partial.length > 0) return { id: partial[0].id, label: partial[0].name };
+    // a card's name as `speaker-agent devices` showed it names the same card once PA_ALSA_PLUGHW renames its raw
+    // device (hw:1,0 -> plughw:1,0; classifyPortAudioError advises it), and the other way round
+    const alias = wanted.includes('(plughw:') ? wanted.replace('(plughw:', '(hw:') : wanted.replace('(hw:', '(plughw:');
+    for (const w of [wanted, alias]) {
+      const exact = usable.find((d) => d.name === w);
+      if (exact) return { id: exact.id, label: exact.name };
+    }
+    for (const w of [wanted, alias]) {
+      const lower = w.toLowerCase();
+      const partial = usable.filter((d) => d.name.toLowerCase().includes(lower));
+      if (partial.length > 0) return { id: partial[0].id, label: partial[0].name };
+    }
   }
   const names = usable.map((d) => JSON.stringify(d.name)).join(', ') || 'none';
   throw new AudioDeviceError(

@@ -467,6 +467,20 @@ describe('PortAudioBackend', () => {
     expect(classifyPortAudioError(new Error('Could not open stream: Invalid device'), usb).message).toMatch(/is the card plugged in/);
   });
 
+  it('a card named as `speaker-agent devices` showed it is found after PA_ALSA_PLUGHW renames its raw device, and back', () => {
+    const usb = (dev: string) => [
+      { id: 0, name: 'bcm2835 Headphones: - (' + dev + ':0,0)', maxInputChannels: 0, maxOutputChannels: 8, defaultSampleRate: 44100, hostApi: 'ALSA' },
+      { id: 1, name: 'USB PnP Sound Device: Audio (' + dev + ':1,0)', maxInputChannels: 1, maxOutputChannels: 2, defaultSampleRate: 48000, hostApi: 'ALSA' },
+      { id: 2, name: 'default', maxInputChannels: 128, maxOutputChannels: 128, defaultSampleRate: 48000, hostApi: 'ALSA' },
+    ];
+    const copied = 'USB PnP Sound Device: Audio (hw:1,0)';
+    expect(resolveDevice(usb('plughw'), copied, 'input')).toEqual({ id: 1, label: 'USB PnP Sound Device: Audio (plughw:1,0)' });
+    expect(resolveDevice(usb('hw'), 'USB PnP Sound Device: Audio (plughw:1,0)', 'input')).toEqual({ id: 1, label: copied });
+    expect(resolveDevice(usb('plughw'), 'hw:1,0', 'output').id).toBe(1); // a short name is a substring of both
+    expect(resolveDevice(usb('hw'), copied, 'output').id).toBe(1); // unchanged without the variable
+    expect(() => resolveDevice(usb('plughw'), 'Other Card: Audio (hw:2,0)', 'output')).toThrow(/no output audio device/);
+  });
+
   it("the advice's PA_ALSA_PLUGHW=1 leaves a machine's named devices as they were: the same list, and the default device records", async () => {
     // Only the cards' own devices are renamed (hw:N,M -> plughw:N,M); this machine has no ALSA card, so what is
     // checked is that the variable costs nothing to the devices a sound server gives (PortAudio reads it as it starts:
