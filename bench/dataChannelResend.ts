@@ -1,9 +1,9 @@
 // One process: how long a message lost on a quiet data channel takes to arrive. Two real werift peers over loopback
 // (test/support/dataChannelPair.ts); a few messages first, so werift has measured the round trip; then, ROUNDS times,
 // one message that arrives, a second of quiet (everything acknowledged) and one message whose first packet the
-// receiver loses. Nothing sent after it can report it missing, so only the sender's retransmission timeout brings it. Prints one JSON line: each
-// message's send-to-arrival time (ms) and the timeout werift settled at (s). Run by
-// bench/datachannel-loss.bench.ts, with werift as installed (patched) and, under bench/weriftAsShipped.mjs, as
+// receiver loses. Nothing sent after it can report it missing, so only the sender's retransmission timeout brings
+// it. Prints one JSON line: each lost message's send-to-arrival time (ms) and werift's timeout at the end (s). Run
+// by bench/datachannel-loss.bench.ts, with werift as installed (patched) and, under bench/weriftAsShipped.mjs, as
 // shipped.
 import { dataChannelPair } from '../test/support/dataChannelPair.js';
 
