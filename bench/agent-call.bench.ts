@@ -13,23 +13,9 @@ import path from 'node:path';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
 import { BENCH_KEY as KEY, CLK_TCK, buildAgent, cpuTicks, pagedOut, privateNode, rssMb, spawnAgent, startVirtualAudio, stealTicks, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
-import { percentile, type BenchRow } from './table.js';
+import { percentile, slope, type BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** least-squares slope of y over x */
-function slope(xs: number[], ys: number[]): number {
-  const n = xs.length;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
-  }
-  return den === 0 ? 0 : num / den;
-}
 
 export async function run(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];

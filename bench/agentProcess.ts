@@ -2,7 +2,7 @@
 // virtual sound card, amixer, werift), bundled as `npm run build` bundles the CLI and started with the systemd
 // unit's node flags and environment; its log lines, CPU ticks, resident memory and open descriptors.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -57,6 +57,17 @@ export function privateNode(node: string = process.execPath): string {
   copyFileSync(node, copy);
   chmodSync(copy, 0o755);
   return copy;
+}
+
+/** The newest LTS beside the machine's Node, for the benches that compare the two: BENCH_NODE_B, or .ci/run's
+ *  download in .test-runtime/node-lts; undefined when there is none. */
+export function otherNode(): string | undefined {
+  if (process.env.BENCH_NODE_B) return process.env.BENCH_NODE_B;
+  const dir = path.join(ROOT, '.test-runtime/node-lts/node_modules');
+  if (!existsSync(dir)) return undefined;
+  const pkg = readdirSync(dir).find((d) => d.startsWith('node-linux-'));
+  const bin = pkg && path.join(dir, pkg, 'bin/node');
+  return bin && existsSync(bin) ? bin : undefined;
 }
 
 /** Waits (at most timeoutMs) for the agent's one page-out of its start-up code (about a minute after start). */

@@ -16,24 +16,15 @@
 // The native addons are the checkout's: Opus, PortAudio and speaker-sys are Node-API and load in both; speaker-sys's
 // V8 part may not load in the other Node's ABI (the memory keeper then uses gc(); the note says which).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sineWave } from '../src/common/audio/signal.js';
 import { TestAssistantPeerProcess } from '../test/support/testAssistantPeer.js';
-import { BENCH_KEY as KEY, CLK_TCK, ROOT, buildAgent, cpuTicks, pagedOut, privateNode, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio } from './agentProcess.js';
+import { BENCH_KEY as KEY, CLK_TCK, ROOT, buildAgent, otherNode, cpuTicks, pagedOut, privateNode, rssMb, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio } from './agentProcess.js';
 import { percentile, type BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function otherNode(): string | undefined {
-  if (process.env.BENCH_NODE_B) return process.env.BENCH_NODE_B;
-  const dir = path.join(ROOT, '.test-runtime/node-lts/node_modules');
-  if (!existsSync(dir)) return undefined;
-  const pkg = readdirSync(dir).find((d) => d.startsWith('node-linux-'));
-  const bin = pkg && path.join(dir, pkg, 'bin/node');
-  return bin && existsSync(bin) ? bin : undefined;
-}
 
 const version = (node: string) => spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
 const v8PartLoads = (node: string) =>

@@ -227,7 +227,7 @@ export class Call {
     const at = new Date().toISOString();
     if (!isDeviceFunction(item.name)) {
       // stop_audio and anything else run on the voice server (spec section 6): no action, no output.
-      this.o.logger.debug({ name: item.name, callId: item.call_id }, 'function handled by the server');
+      this.o.logger.debug({ function: item.name, callId: item.call_id }, 'function handled by the server');
       this.o.hooks.onFunction({ callId: item.call_id, name: item.name, arguments: item.arguments, at });
       return;
     }
@@ -244,8 +244,8 @@ export class Call {
         }) &&
         this.o.transport.send({ type: 'response.create' });
       const log = output.success ? this.o.logger.info.bind(this.o.logger) : this.o.logger.warn.bind(this.o.logger);
-      log({ name: item.name, callId: item.call_id, output }, `function ${item.name}: ${output.success ? output.result.message : output.error}`);
-      if (!delivered) this.o.logger.warn({ name: item.name, callId: item.call_id }, `function ${item.name}: its output was not sent (the call ended or its data channel closed); the assistant was not told`);
+      log({ function: item.name, callId: item.call_id, output }, `function ${item.name}: ${output.success ? output.result.message : output.error}`);
+      if (!delivered) this.o.logger.warn({ function: item.name, callId: item.call_id }, `function ${item.name}: its output was not sent (the call ended or its data channel closed); the assistant was not told`);
       this.o.hooks.onFunction({ callId: item.call_id, name: item.name, arguments: item.arguments, output, delivered, at });
     });
   }

@@ -68,6 +68,19 @@ function journalPrefixed(dest: pino.DestinationStream): pino.DestinationStream {
   };
 }
 
+/** Keys pino writes on every line itself. A field of the same name was written a second time
+ *  (`"name":"speaker-agent",...,"name":"set_device_volume"`), and JSON readers keep the last one (`jq`, `journalctl
+ *  -o json` consumers): the line lost which process wrote it. Such a field is moved under `fields`. */
+const PINO_KEYS = ['level', 'time', 'pid', 'hostname', 'name'];
+
+function withoutPinoKeys(o: Record<string, unknown>): Record<string, unknown> {
+  if (!PINO_KEYS.some((k) => k in o)) return o;
+  const own: Record<string, unknown> = {};
+  const fields: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) (PINO_KEYS.includes(k) ? fields : own)[k] = v;
+  return { ...own, fields };
+}
+
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const fd = typeof opts.destination === 'object' ? undefined : (opts.destination ?? 1);
   const stream = fd === undefined ? (opts.destination as pino.DestinationStream) : pino.destination({ dest: fd, sync: true });
@@ -78,6 +91,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       level: opts.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       base: { pid: process.pid },
+      formatters: { log: withoutPinoKeys },
     },
     dest,
   );

@@ -8,6 +8,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/common/logger.js';
 import { journaldAvailable, runUnderJournald } from '../support/journald.js';
 
 const LOGGER = path.resolve(import.meta.dirname, '../../src/common/logger.ts');
@@ -60,6 +61,22 @@ describe('createLogger', () => {
     ]);
     expect(JSON.parse(lines[2].MESSAGE!)).toMatchObject({ level: 40, attempts: 3, msg: 'w' }); // the prefix stripped, nothing else
     expect(r.selected.map((e) => (JSON.parse(e.MESSAGE!) as { msg: string }).msg)).toEqual(['w', 'e', 'f']); // journalctl -p warning
+  });
+
+  // The bug: the agent logged each function call with a field `name` (the function's), and pino wrote
+  // `"name":"speaker-agent",...,"name":"set_device_volume"`; jq and other JSON readers keep the last key, so the line
+  // no longer said which process wrote it (found in a soak's log, 1 Dec).
+  it('a field named like one of pino\'s own keys is kept under `fields`, not written twice', () => {
+    const lines: string[] = [];
+    const log = createLogger({ name: 'speaker-agent', destination: { write: (l: string) => void lines.push(l) } });
+    log.info({ name: 'set_device_volume', pid: 7, callId: 'c1' }, 'function set_device_volume: Volume is now 40%.');
+    log.info({ callId: 'c2' }, 'no clash');
+    expect(lines[0].match(/"name":/g)).toHaveLength(2); // the logger's, and the one under fields
+    expect(lines[0].match(/"pid":/g)).toHaveLength(2);
+    const line = JSON.parse(lines[0]);
+    expect(line).toMatchObject({ name: 'speaker-agent', pid: process.pid, callId: 'c1', fields: { name: 'set_device_volume', pid: 7 } });
+    expect(JSON.parse(lines[1])).toMatchObject({ name: 'speaker-agent', callId: 'c2' });
+    expect(JSON.parse(lines[1]).fields).toBeUndefined();
   });
 
   it('writes plain JSON lines elsewhere: no JOURNAL_STREAM, or one that names another stream (a redirect)', () => {

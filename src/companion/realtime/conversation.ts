@@ -326,7 +326,7 @@ export class Conversation implements IncomingAudioHandler {
     } else if (this.offers(fc.name)) {
       this.pending.set(item.call_id, { callId: item.call_id, call: fc });
     } else {
-      this.d.logger.warn({ name: fc.name }, 'the brain asked for a function this call does not offer; ignored');
+      this.d.logger.warn({ function: fc.name }, 'the brain asked for a function this call does not offer; ignored');
       this.settle();
       return;
     }
