@@ -58,9 +58,23 @@ export interface Sample {
 
 const anonymousMb = (pid: number) => Number(/^Anonymous:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? NaN) / 1024;
 
-/** one sample of a process, `min` minutes since t0 (performance.now()) */
-export function sampleOf(pid: number, t0: number): Sample {
-  return { min: (performance.now() - t0) / 60_000, rss: rssMb(pid), anon: anonymousMb(pid), fds: openDescriptors(pid).total, threads: threads(pid) };
+/** one sample of a process, `min` minutes since t0 (performance.now()); undefined once the process has exited
+ *  (its /proc directory is gone: the soak's rows then have fewer samples, and its other rows say what failed) */
+export function sampleOf(pid: number, t0: number): Sample | undefined {
+  try {
+    return { min: (performance.now() - t0) / 60_000, rss: rssMb(pid), anon: anonymousMb(pid), fds: openDescriptors(pid).total, threads: threads(pid) };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
+    throw err;
+  }
+}
+
+/** Why each call after the first ended, from an agent's log lines ("call ended: ..."), for a row's note. */
+export function callEndings(lines: string[]): string[] {
+  return lines.flatMap((l) => {
+    const msg = /"msg":"(call ended: [^"]*)"/.exec(l)?.[1];
+    return msg ? [msg] : [];
+  });
 }
 
 /** The figures of one process's samples: memory growth (the slope after warmMin, in MB an hour) and descriptors and
@@ -168,7 +182,10 @@ export async function run(): Promise<BenchRow[]> {
     await Promise.all(agents.map((a) => pagedOut(a!)));
     while (performance.now() - t0 < minutes * 60_000) {
       await sleep(SAMPLE_MS);
-      agents.forEach((a, i) => samples[i].push(sampleOf(a!.child.pid!, t0)));
+      agents.forEach((a, i) => {
+        const sample = sampleOf(a!.child.pid!, t0);
+        if (sample) samples[i].push(sample);
+      });
     }
     timers.forEach(clearInterval);
     await sleep(11_000); // the last phrase's and function call's answers
@@ -193,7 +210,7 @@ export async function run(): Promise<BenchRow[]> {
       unit: 'calls',
       target: '1 call, all answered',
       pass: calls[i] === 1 && answered[i] === sent[i],
-      note: `${answered[i]} of ${sent[i]} function calls answered`,
+      note: `${answered[i]} of ${sent[i]} function calls answered${calls[i] > 1 ? `; ${callEndings(agents[i]?.lines ?? []).join('; ')}` : ''}`,
     });
     if (mode === 'wake')
       rows.push({ issue: '-', metric: `call soak (wake), Node ${v}: wake phrases heard`, value: heard[i], unit: `of ${played[i]}`, target: 'all', pass: played[i] > 0 && heard[i] === played[i], note: 'flite voices, one every 2 minutes, into a silent microphone' });

@@ -7,12 +7,12 @@
 // Recognition is pocketsphinx on synthetic speech, so a command may be misheard: the row counts the commands
 // carried out and passes at 80 %; the soak's point is the memory.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startCliCompanion, type CliCompanion } from '../test/support/cli.js';
 import { buildAgent, privateNode, spawnAgent, startVirtualAudio, stopAgent, stopVirtualAudio, type AgentProc } from './agentProcess.js';
-import { growthRows, sampleOf, type Sample } from './call-soak.bench.js';
+import { callEndings, growthRows, sampleOf, type Sample } from './call-soak.bench.js';
 import type { BenchRow } from './table.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -30,6 +30,7 @@ export async function run(): Promise<BenchRow[]> {
   const say = (text: string, file: string) => (execFileSync('flite', ['-voice', 'slt', '-t', text, '-o', path.join(dir, file)]), path.join(dir, file));
   const wake = say('hey jarvis', 'wake.wav');
   const commands = [say('set the volume to forty percent', 'forty.wav'), say('set the volume to fifty percent', 'fifty.wav')];
+  const companionLog = path.join(dir, 'companion.log');
   let companion: CliCompanion | undefined;
   let agent: AgentProc | undefined;
   const samples: { agent: Sample[]; companion: Sample[] } = { agent: [], companion: [] };
@@ -38,8 +39,9 @@ export async function run(): Promise<BenchRow[]> {
   let done = 0;
   let calls = 0;
   try {
-    // the bundle's CLI, as `npm run build` makes it (buildAgent bundles it beside the agent)
-    companion = await startCliCompanion(process.env, path.join(path.dirname(agentMain), 'speaker-agent.js'));
+    // the bundle's CLI, as `npm run build` makes it (buildAgent bundles it beside the agent); its log at debug
+    // level, for its memory keeper's lines
+    companion = await startCliCompanion({ ...process.env, SPEAKER_AGENT_LOG_LEVEL: 'debug' }, path.join(path.dirname(agentMain), 'speaker-agent.js'), companionLog);
     const a = (agent = spawnAgent(agentMain, companion.url, mkdtempSync(path.join(os.tmpdir(), 'bench-state-')), { listening: { mode: 'wake', silenceMs: 1_000 } }, privateNode(), { SPEAKER_AGENT_WORKSPACE_KEY: companion.workspaceKey }));
     await a.next(/^call connected$/, 60_000);
     calls = 1;
@@ -47,8 +49,10 @@ export async function run(): Promise<BenchRow[]> {
     const t0 = performance.now();
     const pids = { agent: a.child.pid!, companion: companion.child.pid! };
     const sampling = setInterval(() => {
-      samples.agent.push(sampleOf(pids.agent, t0));
-      samples.companion.push(sampleOf(pids.companion, t0));
+      for (const who of ['agent', 'companion'] as const) {
+        const sample = sampleOf(pids[who], t0);
+        if (sample) samples[who].push(sample);
+      }
     }, SAMPLE_MS);
     try {
       while (performance.now() - t0 < minutes * 60_000) {
@@ -74,9 +78,24 @@ export async function run(): Promise<BenchRow[]> {
     companion?.close();
     stopVirtualAudio();
   }
+  const endings = callEndings(agent?.lines ?? []);
   return [
-    { issue: '-', metric: 'companion soak: rounds heard / commands carried out', value: done, unit: `of ${rounds}`, target: '>= 80 %, one call', pass: done >= rounds * 0.8 && calls === 1, note: `wake word heard ${heard} of ${rounds}; calls ${calls}` },
+    { issue: '-', metric: 'companion soak: rounds heard / commands carried out', value: done, unit: `of ${rounds}`, target: '>= 80 %, one call', pass: done >= rounds * 0.8 && calls === 1, note: `wake word heard ${heard} of ${rounds}; calls ${calls}${endings.length ? ` (${endings.join('; ')})` : ''}` },
     ...growthRows(`companion soak, agent (wake), one call`, samples.agent, warmMin, minutes),
     ...growthRows(`companion soak, companion serve`, samples.companion, warmMin, minutes),
+    keeperRow(companionLog, samples.companion, warmMin),
   ];
+}
+
+/** The companion's memory keeper (src/cli/commands/companion.ts): it collects and trims once resident memory has
+ *  grown 8 MB since the last time, so between two trims the companion's memory rises by design; the row says how
+ *  often that came and where the anonymous memory stood after the warm-up (lowest, highest, last). */
+function keeperRow(logFile: string, samples: Sample[], warmMin: number): BenchRow {
+  const collected = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"memory keeper: collected"'));
+  const released = collected.filter((l) => l.includes('"released":true')).length;
+  const steady = samples.filter((s) => s.min >= warmMin).map((s) => s.anon);
+  const band = steady.length ? `anonymous memory after the warm-up ${Math.min(...steady).toFixed(1)}-${Math.max(...steady).toFixed(1)} MB, last ${steady.at(-1)!.toFixed(1)}` : 'no samples after the warm-up';
+  return { issue: '-', metric: "companion soak, companion serve: its memory keeper's collections (of them, trims that returned memory)", value: collected.length, unit: `(${released})`, note: band };
 }

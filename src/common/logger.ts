@@ -74,7 +74,7 @@ function journalPrefixed(dest: pino.DestinationStream): pino.DestinationStream {
 const PINO_KEYS = ['level', 'time', 'pid', 'hostname', 'name'];
 
 function withoutPinoKeys(o: Record<string, unknown>): Record<string, unknown> {
-  if (!PINO_KEYS.some((k) => k in o)) return o;
+  if (!PINO_KEYS.some((k) => Object.hasOwn(o, k))) return o;
   const own: Record<string, unknown> = {};
   const fields: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(o)) (PINO_KEYS.includes(k) ? fields : own)[k] = v;

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -159,8 +159,9 @@ export interface CliCompanion {
 }
 
 /** The companion as users run it: `speaker-agent companion serve` in its own process, one workspace, a free
- *  loopback port; resolves once it answers. `cli` defaults to the test bundle (the bench passes dist/). */
-export async function startCliCompanion(env: NodeJS.ProcessEnv = process.env, cli = CLI): Promise<CliCompanion> {
+ *  loopback port; resolves once it answers. `cli` defaults to the test bundle (the bench passes dist/); its log
+ *  (stdout) goes to `logFile` when given, else nowhere. */
+export async function startCliCompanion(env: NodeJS.ProcessEnv = process.env, cli = CLI, logFile?: string): Promise<CliCompanion> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cli-companion-'));
   const created = await new Promise<string>((resolve, reject) => {
     const c = spawn(process.execPath, [cli, 'companion', 'workspace', 'create', 'test', '--data-dir', dataDir, '--json'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -175,7 +176,9 @@ export async function startCliCompanion(env: NodeJS.ProcessEnv = process.env, cl
       probe.close(() => resolve(p));
     });
   });
-  const child = spawn(process.execPath, [cli, 'companion', 'serve', '--data-dir', dataDir, '--port', String(port)], { env, stdio: 'ignore' });
+  const log = logFile === undefined ? 'ignore' : openSync(logFile, 'a', 0o600);
+  const child = spawn(process.execPath, [cli, 'companion', 'serve', '--data-dir', dataDir, '--port', String(port)], { env, stdio: ['ignore', log, 'ignore'] });
+  if (typeof log === 'number') closeSync(log); // the child holds its own copy
   const url = `http://127.0.0.1:${port}`;
   const newDevice = () => deviceHeaders({ workspaceKey, clientId: randomUUID(), clientSecret: randomBytes(24).toString('hex') });
   for (let i = 0; i < 120; i++) {
