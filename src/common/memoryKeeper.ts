@@ -174,6 +174,11 @@ function defaultPageOut(): (() => number) | undefined {
   return sys?.pageOutFileMappings ? () => sys.pageOutFileMappings() : undefined; // an addon built before it: none
 }
 
+/** Returns free malloc memory of every arena to the kernel now (glibc malloc_trim); false where it cannot. */
+export function trimMalloc(): boolean {
+  return speakerSys()?.mallocTrim() ?? false;
+}
+
 function defaultTrim(): () => boolean {
   const sys = speakerSys();
   return sys ? () => sys.mallocTrim() : () => false;

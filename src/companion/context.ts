@@ -1,5 +1,6 @@
 // Everything a route needs, built once per server: settings, database, device authentication, speech engines,
 // audio storage, URL signing and the TTS adapter. Routes and the realtime plugin receive this, nothing global.
+import path from 'node:path';
 import type { Logger } from '../common/logger.js';
 import { DeviceAuthenticator } from './auth/deviceAuth.js';
 import { openDatabase, type Db } from './db/database.js';
@@ -31,11 +32,13 @@ export interface CompanionContext {
   publicUrl(): string;
 }
 
-/** The offline engines (espeak-ng synthesiser processes, pocketsphinx recogniser threads) from src/companion/speech. */
-export async function createSpeechEngines(): Promise<SpeechEngines> {
+/** The offline engines (espeak-ng synthesiser processes, pocketsphinx recogniser threads) from src/companion/speech.
+ *  `dataDir`: the recogniser keeps its language model's dictionary in `<dataDir>/pocketsphinx` between starts. */
+export async function createSpeechEngines(dataDir?: string): Promise<SpeechEngines> {
   const { EspeakSynthesizer } = await import('./speech/espeakSynthesizer.js');
   const { ThreadedRecognizer } = await import('./speech/recognizerThreads.js');
-  return { synthesizer: new EspeakSynthesizer(), recognizer: new ThreadedRecognizer() };
+  const cacheDir = dataDir === undefined ? undefined : path.join(dataDir, 'pocketsphinx');
+  return { synthesizer: new EspeakSynthesizer(), recognizer: new ThreadedRecognizer({ cacheDir }) };
 }
 
 export function createTtsAdapter(settings: CompanionSettings, speech: SpeechEngines): TtsAdapter {
@@ -56,7 +59,7 @@ export async function createCompanionContext(
 ): Promise<CreatedContext> {
   const db = openDatabase(settings.dataDir);
   try {
-    const speech = opts.speech ?? (await createSpeechEngines());
+    const speech = opts.speech ?? (await createSpeechEngines(settings.dataDir));
     let base = settings.publicUrl ?? `http://${settings.host}:${settings.port}`;
     const signer = new UrlSigner(loadOrCreateSigningKey(settings.dataDir), base, settings.signedUrlTtlSeconds);
     const ctx: CompanionContext = {

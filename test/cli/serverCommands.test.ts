@@ -2,7 +2,7 @@
 // sound card: enroll (TOFU), voices, say, stories, the companion admin commands, and doctor passing, then
 // failing with the right fix when the server is down, the secret is wrong, or the mixer control is missing.
 // Each test spawns several real processes (~1-3 s each on a loaded machine): hence the longer timeouts.
-import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -198,6 +198,19 @@ describe('companion admin commands', () => {
     const clients = json<{ clients: { id: string; enrolled: boolean }[] }>(await runCli(['companion', 'client', 'list', '--data-dir', companion.dataDir, '--json'], dev.env));
     expect(clients.clients.some((c) => c.enrolled)).toBe(true);
   }, 180_000);
+
+  it("keeps its recogniser's dictionary (the language model's words) in its data directory", async () => {
+    const dir = path.join(companion.dataDir, 'pocketsphinx');
+    const deadline = Date.now() + 60_000; // the decoders load in the background after the start
+    let names: string[] = [];
+    while (Date.now() < deadline) {
+      names = existsSync(dir) ? readdirSync(dir).filter((n) => !n.startsWith('.')) : [];
+      if (names.length > 0) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(names).toEqual([expect.stringMatching(/^lm-words-[0-9a-f]{16}\.dict$/)]);
+    expect(statSync(path.join(dir, names[0])).size).toBeGreaterThan(1_000_000);
+  }, 90_000);
 
   // as root only (CI is): the data directory belongs to the service user, as the companion's unit makes it
   it.skipIf(process.getuid?.() !== 0)("regression: `sudo speaker-agent companion ...` on a speaker left the files it created root's (the database, the default workspace's key), so the service could not open them; they take the directory's owner", async () => {

@@ -12,10 +12,11 @@
 // - Memory stays flat: the utterance restarts after every detection and every RESTART_SAMPLES; a restart replays
 //   the last OVERLAP_SAMPLES so a phrase spoken across it is still heard whole.
 import koffi from 'koffi';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AgentError } from '../errors.js';
+import { type DictionaryEntry, formatDictionary, readDictionaryEntries } from '../../common/cmuDictionary.js';
 
 export const DEFAULT_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 const FRAME = 160; // 10 ms at 16 kHz
@@ -95,30 +96,19 @@ export function phraseWords(phrase: string): string[] {
 /** The dictionary lines (every pronunciation) of the phrase's words; a clear error for a word it does not hold. */
 export function phraseDictionary(words: string[], modelDir = DEFAULT_MODEL_DIR): string {
   const file = path.join(modelDir, 'cmudict-en-us.dict');
-  let text: string;
+  const wanted = new Set(words);
+  let entries: DictionaryEntry[];
   try {
-    text = readFileSync(file, 'utf8');
+    entries = readDictionaryEntries(file, (w) => wanted.has(w));
   } catch (cause) {
     throw new AgentError('audio', `wake word engine: cannot read the pronunciation dictionary ${file} (apt: pocketsphinx-en-us)`, { cause });
   }
-  const wanted = new Set(words);
-  const lines: string[] = [];
-  const found = new Set<string>();
-  for (const line of text.split('\n')) {
-    const sp = line.indexOf(' ');
-    if (sp <= 0) continue;
-    const head = line.slice(0, sp);
-    const word = head.replace(/\(\d+\)$/, '');
-    if (wanted.has(word)) {
-      lines.push(line.trim());
-      found.add(word);
-    }
-  }
+  const found = new Set(entries.map((e) => e.word));
   const missing = words.filter((w) => !found.has(w));
   if (missing.length) {
     throw new AgentError('config_invalid', `wake phrase: ${missing.map((w) => `"${w}"`).join(', ')} not in the pocketsphinx dictionary (${file}); choose words it knows`);
   }
-  return lines.join('\n') + '\n';
+  return formatDictionary(entries);
 }
 
 export class KeyphraseSpotter {

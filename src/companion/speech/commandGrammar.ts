@@ -107,3 +107,15 @@ export function intToSpoken(n: number): string {
   if (n < 20) return TEENS[n - 10];
   return TENS[Math.floor(n / 10)] + (n % 10 ? ` ${UNITS[n % 10]}` : '');
 }
+
+/** The words a JSGF grammar text uses (rule bodies without rule names, operators, weights or tags), once each. */
+export function grammarVocabulary(jsgf: string): string[] {
+  const words = new Set<string>();
+  for (const line of jsgf.split('\n')) {
+    const eq = line.indexOf('=');
+    if (eq < 0 || !/^\s*(public\s+)?</.test(line)) continue;
+    const body = line.slice(eq + 1).replace(/<[^>]*>|\/[^/]*\/|\{[^}]*\}|[|()[\];*+]/g, ' ');
+    for (const w of body.split(/\s+/)) if (w) words.add(w);
+  }
+  return [...words];
+}

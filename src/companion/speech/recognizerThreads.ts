@@ -64,18 +64,21 @@ export class ThreadedRecognizer implements Recognizer {
     for (const s of this.slots) s.worker?.postMessage({ type: 'names', names: this.storyNames });
   }
 
-  /** Starts every thread and loads its decoders now instead of on first use. */
+  /** Starts every thread and loads its decoders now instead of on first use: the first thread alone, so that
+   *  the others find the dictionary it made (lmDictionary.ts) and the start's memory peaks once. */
   async warmUp(): Promise<void> {
-    await Promise.all(
-      this.slots.map((slot) => {
-        const w = this.ensureWorker(slot);
-        const req = this.nextId++;
-        return new Promise<void>((resolve, reject) => {
-          slot.warmers.set(req, { resolve, reject });
-          w.postMessage({ type: 'warmup', req });
-        });
-      }),
-    );
+    const [first, ...rest] = this.slots;
+    await this.warmSlot(first);
+    await Promise.all(rest.map((slot) => this.warmSlot(slot)));
+  }
+
+  private warmSlot(slot: Slot): Promise<void> {
+    const w = this.ensureWorker(slot);
+    const req = this.nextId++;
+    return new Promise<void>((resolve, reject) => {
+      slot.warmers.set(req, { resolve, reject });
+      w.postMessage({ type: 'warmup', req });
+    });
   }
 
   /** Thread ids of the running decoding threads (diagnostics and fault-injection tests). */

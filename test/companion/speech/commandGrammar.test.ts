@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildCommandGrammar, COMMAND_PHRASES, grammarWords, intToSpoken, spokenNumberToInt } from '../../../src/companion/speech/commandGrammar.js';
+import { buildCommandGrammar, COMMAND_PHRASES, grammarVocabulary, grammarWords, intToSpoken, spokenNumberToInt } from '../../../src/companion/speech/commandGrammar.js';
 
 describe('spokenNumberToInt', () => {
   it('reads spoken numbers', () => {
@@ -42,5 +42,18 @@ describe('buildCommandGrammar', () => {
     expect(g).not.toContain('<story_name>');
     expect(g).toContain('read [me] a story');
     expect(grammarWords("Goldilocks & the Three Bears'")).toEqual(['goldilocks', 'the', 'three', "bears'"]);
+  });
+});
+
+describe('grammarVocabulary', () => {
+  it('lists the words of the rule bodies once each, without rule names, operators, weights or tags', () => {
+    const jsgf = '#JSGF V1.0;\ngrammar g;\npublic <a> = (turn it up | /2/ louder) [please] <b>;\n<b> = turn {x} it* now+;\n';
+    expect(grammarVocabulary(jsgf).sort()).toEqual(['it', 'louder', 'now', 'please', 'turn', 'up']);
+  });
+
+  it('holds every word of the command grammar, story names included', () => {
+    const words = grammarVocabulary(buildCommandGrammar(['The Little Red Hen']));
+    for (const w of ['volume', 'percent', 'ninety', 'hundred', 'little', 'red', 'hen', 'unmute']) expect(words).toContain(w);
+    expect(words.some((w) => /[<>|()[\];=]/.test(w))).toBe(false);
   });
 });

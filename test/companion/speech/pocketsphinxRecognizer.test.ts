@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseResult, PocketsphinxRecognizer } from '../../../src/companion/speech/pocketsphinxRecognizer.js';
-import { spokenNumberToInt } from '../../../src/companion/speech/commandGrammar.js';
+import { EXTRA_PRONUNCIATIONS, grammarVocabulary, spokenNumberToInt } from '../../../src/companion/speech/commandGrammar.js';
+import { FULL_DICT, RawDecoder } from '../../support/sphinxDecoder.js';
 import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
 
 let rec: PocketsphinxRecognizer;
@@ -80,6 +81,46 @@ describe('PocketsphinxRecognizer', () => {
     } finally {
       await one.close();
     }
+  });
+
+  it("gives the grammar decoder every pronunciation of the grammar's words and nothing else", () => {
+    const words = grammarVocabulary(rec.grammarText);
+    const entries = rec.grammarDictionary;
+    expect(new Set(entries.map((e) => e.word))).toEqual(new Set(words));
+    expect(entries.filter((e) => e.word === 'read').map((e) => e.head)).toEqual(['read', 'read(2)']);
+    expect(entries.find((e) => e.word === 'unmute')).toEqual({ word: 'unmute', head: 'unmute', phones: EXTRA_PRONUNCIATIONS.unmute });
+    expect(entries.length).toBeLessThan(200);
+  });
+
+  it('decodes the same commands with the same path scores as a grammar decoder with the full dictionary', () => {
+    const withFull = RawDecoder.create({ dict: FULL_DICT });
+    const asMade = RawDecoder.create({ dict: '/dev/null' });
+    try {
+      for (const [w, phones] of Object.entries(EXTRA_PRONUNCIATIONS)) withFull.addWord(w, phones);
+      withFull.setGrammar(rec.grammarText);
+      for (const e of rec.grammarDictionary) asMade.addWord(e.head, e.phones);
+      asMade.setGrammar(rec.grammarText);
+      const texts = ['set the volume to seventy five percent', 'read me the story the little red hen', 'unmute', 'the weather is lovely today and I would like a cup of tea', 'I think the answer is forty two'];
+      for (const voice of ['slt', 'awb']) {
+        for (const t of texts) {
+          const a = withFull.decode(speech(t, voice), false);
+          expect(a.text.length).toBeGreaterThan(0);
+          expect(asMade.decode(speech(t, voice), false)).toEqual(a);
+        }
+      }
+    } finally {
+      withFull.close();
+      asMade.close();
+    }
+  }, 60_000);
+
+  it('gives the grammar decoder the words of a story name it had not heard of', async () => {
+    rec.setStoryNames(['The Gingerbread Man']);
+    expect(rec.grammarDictionary.map((e) => e.head)).toContain('gingerbread');
+    const r = await rec.recognize(speech('read me the story the gingerbread man'));
+    expect(r).toMatchObject({ grammarMatch: true });
+    expect(r.text).toContain('gingerbread man');
+    rec.setStoryNames(['The Little Red Hen', 'Goldilocks']);
   });
 
   it('applies new story names to the next utterance', async () => {

@@ -1,5 +1,8 @@
 // The companion's recogniser: pocketsphinx in worker threads. Real speech (flite) decoded through the threads,
 // story names reaching them, a thread crash in the middle of an utterance, and malformed input.
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ThreadedRecognizer } from '../../../src/companion/speech/recognizerThreads.js';
 import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
@@ -55,6 +58,30 @@ describe('ThreadedRecognizer', () => {
     // the restarted thread has the story names set before the crash
     expect((await rec.recognize(speech('read the story goldilocks'))).text).toContain('goldilocks');
   });
+
+  it("keeps the language model's dictionary in its cache directory: made at the first start, used by the next", async () => {
+    const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'recognizer-cache-'));
+    try {
+      const first = new ThreadedRecognizer({ threads: 2, cacheDir });
+      await first.warmUp();
+      await first.close();
+      const names = readdirSync(cacheDir);
+      expect(names).toEqual([expect.stringMatching(/^lm-words-[0-9a-f]{16}\.dict$/)]);
+      const made = statSync(path.join(cacheDir, names[0]));
+      const next = new ThreadedRecognizer({ threads: 2, cacheDir });
+      try {
+        await next.warmUp();
+        expect(await next.recognize(speech('turn it down'))).toMatchObject({ text: 'turn it down', grammarMatch: true });
+        expect(await next.recognize(speech('the weather is lovely today'), { mode: 'dictation' })).toMatchObject({ text: expect.stringMatching(/weather/) });
+      } finally {
+        await next.close();
+      }
+      expect(readdirSync(cacheDir)).toEqual(names);
+      expect(statSync(path.join(cacheDir, names[0])).ino).toBe(made.ino); // not made again
+    } finally {
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('malformed input gives an error, not a crash, and the recogniser keeps working', async () => {
     const s = rec.createStream();

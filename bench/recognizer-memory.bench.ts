@@ -1,0 +1,92 @@
+// The companion's speech recogniser's memory (2 Dec: its decoders' dictionaries, see lmDictionary.ts), side by side
+// in one run:
+//   - one decoder pair (grammar + language model), each way in its own process (bench/recognizerMemoryMain.ts),
+//     three rounds alternating: as shipped (the dictionary cache made beforehand, as at every start but the
+//     first), and the anchor, two bare decoders on Debian's full dictionary as the companion made them before;
+//     and the first start, which makes the cache;
+//   - `companion serve` (the CLI bundle, its own process, two decoding threads) at rest once its decoders are
+//     loaded (RSS settled), with the cache in its data directory.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { rssMb } from './agentProcess.js';
+import { percentile, type BenchRow } from './table.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const CLI = path.join(ROOT, 'dist/speaker-agent.js');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Pair {
+  rssMb: number;
+  anonMb: number;
+  ms: number;
+}
+
+function pair(variant: 'full' | 'shipped', cacheDir: string): Pair {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/recognizerMemoryMain.ts'), variant, cacheDir], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`recognizerMemoryMain ${variant}: exit ${r.status}: ${r.stderr.slice(-300)}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as Pair;
+}
+
+const med = (xs: number[]) => percentile(xs, 50);
+
+/** `companion serve` until its RSS has settled (within 1 MB over 10 s, after its decoders loaded), in MB. */
+async function companionAtRest(dataDir: string): Promise<{ rss: number; seconds: number }> {
+  const child = spawn(process.execPath, [CLI, 'companion', 'serve', '--port', '0', '--data-dir', dataDir], { stdio: 'ignore', env: { ...process.env, SPEAKER_AGENT_LOG_LEVEL: 'warn' } });
+  const t0 = performance.now();
+  try {
+    const samples: number[] = [];
+    for (let i = 0; i < 120; i++) {
+      await sleep(1000);
+      samples.push(rssMb(child.pid!));
+      const last = samples.slice(-11);
+      // loaded: past the two language models (> 150 MB) and flat for 10 s
+      if (last.length === 11 && last[10] > 150 && Math.max(...last) - Math.min(...last) <= 1) break;
+    }
+    return { rss: samples[samples.length - 1], seconds: (performance.now() - t0) / 1000 };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+
+export async function run(): Promise<BenchRow[]> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-recognizer-'));
+  try {
+    const cacheDir = path.join(tmp, 'cache');
+    const first = pair('shipped', cacheDir);
+    const shipped: Pair[] = [];
+    const full: Pair[] = [];
+    for (let i = 0; i < 3; i++) {
+      shipped.push(pair('shipped', cacheDir));
+      full.push(pair('full', cacheDir));
+    }
+    const s = { anon: med(shipped.map((p) => p.anonMb)), rss: med(shipped.map((p) => p.rssMb)), ms: med(shipped.map((p) => p.ms)) };
+    const f = { anon: med(full.map((p) => p.anonMb)), rss: med(full.map((p) => p.rssMb)), ms: med(full.map((p) => p.ms)) };
+    const rows: BenchRow[] = [
+      {
+        issue: '-',
+        metric: 'companion recogniser: one decoder pair (grammar + language model), anonymous memory; anchor: both on Debian\'s full dictionary',
+        value: s.anon,
+        unit: 'MB',
+        target: '< anchor',
+        pass: s.anon < f.anon,
+        note: `anchor ${f.anon.toFixed(1)} MB (ratio ${(s.anon / f.anon).toFixed(2)}); RSS ${s.rss.toFixed(1)} vs ${f.rss.toFixed(1)} MB; loaded in ${s.ms.toFixed(0)} vs ${f.ms.toFixed(0)} ms (medians of 3); the first start, making the dictionary: ${first.anonMb.toFixed(1)} MB, ${first.ms.toFixed(0)} ms`,
+      },
+    ];
+    const dataDir = path.join(tmp, 'companion');
+    const made = await companionAtRest(dataDir); // makes the cache in its data directory
+    const rest = await companionAtRest(dataDir);
+    rows.push({
+      issue: '-',
+      metric: '`companion serve` at rest, decoders loaded (2 threads), RSS',
+      value: rest.rss,
+      unit: 'MB',
+      note: `settled after ${rest.seconds.toFixed(0)} s; its first start (making the dictionary) ${made.rss.toFixed(1)} MB`,
+    });
+    return rows;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
