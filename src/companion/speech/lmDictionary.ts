@@ -6,11 +6,12 @@
 // same transcripts and path scores (test/companion/speech/lmDictionary.test.ts decodes the same speech both ways).
 // The model's words are read once through sphinxbase (ngram_model_read: about 0.3 s on x86-64, 30 MB for that
 // time) and the file is kept in `cacheDir`, named by what it was made from, so a new Debian model makes a new one.
-// Without a cache directory, or when it cannot be written, the file is made in a private temporary directory for
-// the decoder's start (pocketsphinx reads it whole at ps_init) and removed. Anything failing: the full dictionary.
+// Without a cache directory, or when it cannot be written or is not this user's own, the file is made in a private
+// temporary directory for the decoder's start (pocketsphinx reads it whole at ps_init) and removed. Anything
+// failing, or a file pocketsphinx refuses (pocketsphinxRecognizer.ts): the full dictionary.
 import koffi from 'koffi';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeFileAtomic } from '../../common/atomicFile.js';
@@ -27,6 +28,8 @@ export interface DictionaryFile {
   /** the full dictionary, and why, when the restricted one could not be had */
   fallback?: string;
   release(): void;
+  /** pocketsphinx refused the file: a cached one is removed, so that the next start makes it again */
+  refused(): void;
 }
 
 interface NgramApi {
@@ -94,48 +97,90 @@ export function cacheName(modelDir: string): string {
 /** The dictionary for a decoder with `modelDir`'s language model: restricted to its words when that can be had. */
 export async function languageModelDictionary(modelDir: string, opts: { cacheDir?: string; sync: boolean }): Promise<DictionaryFile> {
   const full = path.join(modelDir, FULL_DICTIONARY);
-  const keep = (p: string): DictionaryFile => ({ path: p, release: () => {} });
+  const keep = (p: string, cached: boolean): DictionaryFile => ({
+    path: p,
+    release: () => {},
+    refused: () => {
+      if (cached) rmSync(p, { force: true });
+    },
+  });
   try {
     const name = cacheName(modelDir);
-    if (opts.cacheDir) {
-      const cached = path.join(opts.cacheDir, name);
-      if (exists(cached)) return keep(cached);
-    }
+    const cacheDir = opts.cacheDir !== undefined && usableCacheDir(opts.cacheDir) ? opts.cacheDir : undefined;
+    if (cacheDir && isOwnFile(path.join(cacheDir, name))) return keep(path.join(cacheDir, name), true);
     const words = await languageModelWords(path.join(modelDir, LANGUAGE_MODEL), opts.sync);
     const text = filterDictionary(full, (w) => words.has(w));
-    if (opts.cacheDir) {
+    const entries = countLines(text);
+    // a dictionary that misses most of the model's words (another model's, a damaged file) would leave the
+    // decoder deaf to them: the full one then, and nothing kept
+    if (entries < words.size / 2) throw new Error(`${full} holds only ${entries} entries for the ${words.size} words of ${LANGUAGE_MODEL}`);
+    if (cacheDir) {
       try {
-        mkdirSync(opts.cacheDir, { recursive: true, mode: 0o700 });
-        const cached = path.join(opts.cacheDir, name);
-        await writeFileAtomic(cached, text);
-        removeStale(opts.cacheDir, name);
-        return keep(cached);
+        await writeFileAtomic(path.join(cacheDir, name), text);
       } catch {
-        /* a cache that cannot be written: a temporary file for this start */
+        return await temporaryFile(name, text); // a cache that cannot be written: a temporary file for this start
       }
+      removeStale(cacheDir, name);
+      return keep(path.join(cacheDir, name), true);
     }
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'speaker-agent-dict-'));
-    const tmp = path.join(dir, name);
-    await writeFileAtomic(tmp, text);
-    return { path: tmp, release: () => rmSync(dir, { recursive: true, force: true }) };
+    return await temporaryFile(name, text);
   } catch (err) {
-    return { ...keep(full), fallback: String((err as Error)?.message ?? err) };
+    return { ...keep(full, false), fallback: String((err as Error)?.message ?? err) };
   }
 }
 
-function exists(p: string): boolean {
+async function temporaryFile(name: string, text: string): Promise<DictionaryFile> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'speaker-agent-dict-'));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
   try {
-    return statSync(p).isFile();
+    await writeFileAtomic(path.join(dir, name), text);
+  } catch (err) {
+    remove();
+    throw err;
+  }
+  return { path: path.join(dir, name), release: remove, refused: () => {} };
+}
+
+/** The cache directory, made when missing, when it is this user's own real directory that nobody else may write.
+ *  Not when root runs on a directory that is not root's (a service's data directory, by hand): the service could
+ *  put a link there, and what root made there would not be the service's. */
+function usableCacheDir(dir: string): boolean {
+  const uid = process.getuid?.() ?? -1;
+  try {
+    if (uid === 0 && statSync(path.dirname(dir)).uid !== 0) return false;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const st = lstatSync(dir);
+    return st.isDirectory() && st.uid === uid && (st.mode & 0o022) === 0;
   } catch {
     return false;
   }
 }
 
+/** A regular file (not a link) of this user's, not empty. */
+function isOwnFile(p: string): boolean {
+  try {
+    const st = lstatSync(p);
+    return st.isFile() && st.uid === (process.getuid?.() ?? -1) && st.size > 0;
+  } catch {
+    return false;
+  }
+}
+
+function countLines(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
 /** Files made from an earlier model (a Debian upgrade), and temporary files a crashed start left (not this
- *  process's: another decoder thread may be writing one). */
+ *  process's: another decoder thread may be writing one). Best effort: what cannot go stays. */
 function removeStale(dir: string, current: string): void {
-  for (const f of readdirSync(dir)) {
-    const stale = f.startsWith(CACHE_PREFIX) ? f !== current : f.startsWith(`.${CACHE_PREFIX}`) && !f.includes(`.tmp-${process.pid}-`);
-    if (stale) rmSync(path.join(dir, f), { force: true });
+  try {
+    for (const f of readdirSync(dir)) {
+      const stale = f.startsWith(CACHE_PREFIX) ? f !== current : f.startsWith(`.${CACHE_PREFIX}`) && !f.includes(`.tmp-${process.pid}-`);
+      if (stale) rmSync(path.join(dir, f), { force: true, recursive: true });
+    }
+  } catch {
+    /* as it was */
   }
 }

@@ -22,8 +22,8 @@
 // wait for a free pair while their audio is buffered.
 // Dictionaries: pocketsphinx keeps every entry of its dictionary in memory. The grammar decoder starts with none
 // and is given the entries of the grammar's words (ps_add_word), the language-model decoder the entries of its
-// model's words (lmDictionary.ts); with Debian's full dictionary the pair took 118 MB, now 84 MB, with the same
-// transcripts and path scores.
+// model's words (lmDictionary.ts); with Debian's full dictionary a pair took 109.6 MB of anonymous memory, now
+// 79.6 MB (bench recognizer-memory), with the same transcripts and path scores.
 import koffi from 'koffi';
 import path from 'node:path';
 import type { Recognition, RecognitionMode, Recognizer, RecognizerStream, RecognizerStreamOptions } from './recognizer.js';
@@ -72,6 +72,8 @@ interface SphinxApi {
   processRaw: AsyncFn;
   endUtt: AsyncFn;
   getHyp: AsyncFn;
+  lookupWord: (ps: unknown, word: string) => unknown;
+  ckdFree: (p: unknown) => void;
 }
 
 let api: SphinxApi | null = null;
@@ -96,6 +98,9 @@ function sphinx(): SphinxApi {
       processRaw: lib.func('int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)') as AsyncFn,
       endUtt: lib.func('int ps_end_utt(void *ps)') as AsyncFn,
       getHyp: lib.func('const char *ps_get_hyp(void *ps, _Out_ int *score)') as AsyncFn,
+      // the pronunciation, allocated for the caller (freed with ckd_free), or NULL for a word not in the dictionary
+      lookupWord: lib.func('void *ps_lookup_word(void *ps, const char *word)') as SphinxApi['lookupWord'],
+      ckdFree: base.func('void ckd_free(void *ptr)') as SphinxApi['ckdFree'],
     };
     return api;
   } catch (cause) {
@@ -147,7 +152,23 @@ class Decoder {
     if (!ps) throw new SpeechError('RECOGNIZER_FAILED', `pocketsphinx could not load its models from ${modelDir}`);
     return new Decoder(ps);
   }
+  /** Whether its dictionary holds every one of these words. */
+  knows(words: readonly string[]): boolean {
+    const a = sphinx();
+    return words.every((w) => {
+      const p = a.lookupWord(this.ps, w);
+      if (p) a.ckdFree(p);
+      return !!p;
+    });
+  }
+  async free(): Promise<void> {
+    await this.run(() => call(sphinx().psFree, this.ps));
+  }
 }
+
+/** Words every English language model has, from the start, the middle and the end of the dictionary: a restricted
+ *  dictionary without them is damaged (pocketsphinx starts on any file, garbage included). */
+const SENTINEL_WORDS = ['about', 'the', 'zero'];
 
 interface Pair {
   grammar: Decoder;
@@ -250,16 +271,22 @@ export class PocketsphinxRecognizer implements Recognizer {
       const a = sphinx();
       const g = pair.grammar;
       const heads = pair.grammarHeads;
-      await g.run(async () => {
-        // update 0: ps_set_jsgf_string below builds the search from the dictionary as it is then
-        for (const e of entries) {
-          if (heads.has(e.head)) continue;
-          if ((await call<number>(a.addWord, g.ps, e.head, e.phones, 0)) < 0) throw new SpeechError('RECOGNIZER_FAILED', `pocketsphinx rejected the pronunciation of "${e.head}"`);
-          heads.add(e.head);
-        }
-        if ((await call<number>(a.setJsgf, g.ps, GRAMMAR_SEARCH, text)) < 0) throw new SpeechError('RECOGNIZER_FAILED', 'pocketsphinx rejected the command grammar');
-        if ((await call<number>(a.setSearch, g.ps, GRAMMAR_SEARCH)) < 0) throw new SpeechError('RECOGNIZER_FAILED', 'cannot select the command grammar');
-      });
+      try {
+        await g.run(async () => {
+          // update 0: ps_set_jsgf_string below builds the search from the dictionary as it is then
+          for (const e of entries) {
+            if (heads.has(e.head)) continue;
+            if ((await call<number>(a.addWord, g.ps, e.head, e.phones, 0)) < 0) throw new SpeechError('RECOGNIZER_FAILED', `pocketsphinx rejected the pronunciation of "${e.head}"`);
+            heads.add(e.head);
+          }
+          if ((await call<number>(a.setJsgf, g.ps, GRAMMAR_SEARCH, text)) < 0) throw new SpeechError('RECOGNIZER_FAILED', 'pocketsphinx rejected the command grammar');
+          if ((await call<number>(a.setSearch, g.ps, GRAMMAR_SEARCH)) < 0) throw new SpeechError('RECOGNIZER_FAILED', 'cannot select the command grammar');
+        });
+      } catch (err) {
+        // this utterance fails; the pair goes back (held, it would stop every later one) and tries again next time
+        this.release(pair);
+        throw err;
+      }
       pair.grammarVersion = version;
     }
     return pair;
@@ -276,9 +303,19 @@ export class PocketsphinxRecognizer implements Recognizer {
   private async createLmDecoder(): Promise<Decoder> {
     const dict = await languageModelDictionary(this.modelDir, { cacheDir: this.cacheDir, sync: syncCalls });
     try {
-      return await Decoder.create(this.modelDir, dict.path, true, this.tuning);
+      if (dict.fallback !== undefined) return await Decoder.create(this.modelDir, dict.path, true, this.tuning);
+      const decoder = await Decoder.create(this.modelDir, dict.path, true, this.tuning).catch(() => undefined);
+      if (decoder?.knows(SENTINEL_WORDS)) return decoder;
+      // gone since it was found, or damaged: removed (the next start makes it again), and the full dictionary now
+      await decoder?.free();
+      dict.refused();
+      return await Decoder.create(this.modelDir, path.join(this.modelDir, FULL_DICTIONARY), true, this.tuning);
     } finally {
-      dict.release();
+      try {
+        dict.release();
+      } catch {
+        /* a temporary file left in /tmp: not worth a decoder */
+      }
     }
   }
 
@@ -286,11 +323,13 @@ export class PocketsphinxRecognizer implements Recognizer {
    *  dictionary lacks are left out (JSGF cannot use them); without a dictionary, every story name. */
   private buildGrammar(storyNames: string[]): void {
     const candidates = new Set(grammarVocabulary(buildCommandGrammar(storyNames)));
-    let entries: DictionaryEntry[] = [];
+    let entries: DictionaryEntry[];
     try {
       entries = readDictionaryEntries(path.join(this.modelDir, FULL_DICTIONARY), (w) => candidates.has(w));
     } catch {
-      /* no dictionary: ps_init fails with a clear error; the story names are dropped */
+      // unreadable now: the story names are dropped, the command words keep what was read before (at the start,
+      // nothing: ps_init of the language-model decoder then fails with a clear error)
+      entries = this.grammarEntries.filter((e) => candidates.has(e.word));
     }
     for (const [word, phones] of Object.entries(EXTRA_PRONUNCIATIONS)) {
       if (candidates.has(word) && !entries.some((e) => e.word === word)) entries.push({ word, head: word, phones });

@@ -68,8 +68,9 @@ export class ThreadedRecognizer implements Recognizer {
    *  the others find the dictionary it made (lmDictionary.ts) and the start's memory peaks once. */
   async warmUp(): Promise<void> {
     const [first, ...rest] = this.slots;
-    await this.warmSlot(first);
+    const firstFailed = await this.warmSlot(first).then(() => undefined, (err: unknown) => err ?? new Error('warm-up failed'));
     await Promise.all(rest.map((slot) => this.warmSlot(slot)));
+    if (firstFailed) throw firstFailed;
   }
 
   private warmSlot(slot: Slot): Promise<void> {

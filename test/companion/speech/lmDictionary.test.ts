@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, copyFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +83,66 @@ describe('languageModelDictionary', () => {
       d.release();
       expect(existsSync(path.dirname(d.path))).toBe(false);
     }
+  });
+
+  it('does not use an empty cache file, a link in its place, or a directory of stale name; the cache stays usable', async () => {
+    const cacheDir = path.join(tmp, 'cache-d');
+    mkdirSync(cacheDir, { mode: 0o700 });
+    const name = cacheName(MODEL_DIR);
+    writeFileSync(path.join(cacheDir, name), '');
+    const empty = await languageModelDictionary(MODEL_DIR, { cacheDir, sync: true });
+    expect(empty.path).toBe(path.join(cacheDir, name));
+    expect(statSync(empty.path).size).toBeGreaterThan(1_000_000);
+    // a link where the file was (the directory's other user could not make one in a 0700 directory, but a
+    // restore or a copy could): replaced by a file, its target untouched
+    const target = path.join(tmp, 'link-target.txt');
+    writeFileSync(target, 'not a dictionary\n');
+    rmSync(empty.path);
+    symlinkSync(target, empty.path);
+    mkdirSync(path.join(cacheDir, 'lm-words-0000000000000000.dict')); // rmSync of a stale name fails on a directory
+    const again = await languageModelDictionary(MODEL_DIR, { cacheDir, sync: true });
+    expect(again.path).toBe(empty.path);
+    expect(lstatSync(again.path).isFile()).toBe(true);
+    expect(readFileSync(target, 'utf8')).toBe('not a dictionary\n');
+  });
+
+  it('does not use a cache directory that is a link, or one others may write, and writes nothing through it', async () => {
+    const real = path.join(tmp, 'real-dir');
+    mkdirSync(real, { mode: 0o700 });
+    symlinkSync(real, path.join(tmp, 'linked-cache'));
+    const open = path.join(tmp, 'open-cache');
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    for (const cacheDir of [path.join(tmp, 'linked-cache'), open]) {
+      const d = await languageModelDictionary(MODEL_DIR, { cacheDir, sync: true });
+      expect(d.fallback).toBeUndefined();
+      expect(d.path.startsWith(os.tmpdir()) && !d.path.startsWith(cacheDir)).toBe(true);
+      d.release();
+    }
+    expect(readdirSync(real)).toEqual([]);
+    expect(readdirSync(open)).toEqual([]);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)("as root on a directory that is not root's (a service's, by hand): no cache there, nothing made root's", async () => {
+    const dataDir = path.join(tmp, 'service-data');
+    mkdirSync(dataDir, { mode: 0o700 });
+    chownSync(dataDir, 4242, 4243);
+    const d = await languageModelDictionary(MODEL_DIR, { cacheDir: path.join(dataDir, 'pocketsphinx'), sync: true });
+    expect(d.fallback).toBeUndefined();
+    expect(d.path.startsWith(dataDir)).toBe(false);
+    d.release();
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it("falls back to the full dictionary when the given one misses most of the model's words", async () => {
+    const model = path.join(tmp, 'other-dict');
+    mkdirSync(model);
+    symlinkSync(LM, path.join(model, 'en-us.lm.bin'));
+    writeFileSync(path.join(model, 'cmudict-en-us.dict'), 'hello HH AH L OW\nworld W ER L D\n');
+    const d = await languageModelDictionary(model, { cacheDir: path.join(tmp, 'cache-e'), sync: true });
+    expect(d.path).toBe(path.join(model, 'cmudict-en-us.dict'));
+    expect(d.fallback).toMatch(/holds only 2 entries for the \d+ words/);
+    expect(existsSync(path.join(tmp, 'cache-e', cacheName(model)))).toBe(false);
   });
 
   it('falls back to the full dictionary, with the reason, when the model cannot be read', async () => {

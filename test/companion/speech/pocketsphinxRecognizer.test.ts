@@ -1,7 +1,11 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseResult, PocketsphinxRecognizer } from '../../../src/companion/speech/pocketsphinxRecognizer.js';
 import { EXTRA_PRONUNCIATIONS, grammarVocabulary, spokenNumberToInt } from '../../../src/companion/speech/commandGrammar.js';
-import { FULL_DICT, RawDecoder } from '../../support/sphinxDecoder.js';
+import { FULL_DICT, MODEL_DIR, RawDecoder } from '../../support/sphinxDecoder.js';
+import { cacheName } from '../../../src/companion/speech/lmDictionary.js';
 import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
 
 let rec: PocketsphinxRecognizer;
@@ -116,12 +120,55 @@ describe('PocketsphinxRecognizer', () => {
 
   it('gives the grammar decoder the words of a story name it had not heard of', async () => {
     rec.setStoryNames(['The Gingerbread Man']);
-    expect(rec.grammarDictionary.map((e) => e.head)).toContain('gingerbread');
-    const r = await rec.recognize(speech('read me the story the gingerbread man'));
-    expect(r).toMatchObject({ grammarMatch: true });
-    expect(r.text).toContain('gingerbread man');
-    rec.setStoryNames(['The Little Red Hen', 'Goldilocks']);
+    try {
+      expect(rec.grammarDictionary.map((e) => e.head)).toContain('gingerbread');
+      const r = await rec.recognize(speech('read me the story the gingerbread man'));
+      expect(r).toMatchObject({ grammarMatch: true });
+      expect(r.text).toContain('gingerbread man');
+    } finally {
+      rec.setStoryNames(['The Little Red Hen', 'Goldilocks']);
+    }
   });
+
+  it('a pronunciation pocketsphinx rejects fails that utterance with a clear error; the decoders stay usable', async () => {
+    // a model directory whose dictionary has a story word with phones the acoustic model lacks
+    const model = mkdtempSync(path.join(os.tmpdir(), 'sphinx-model-'));
+    symlinkSync(path.join(MODEL_DIR, 'en-us'), path.join(model, 'en-us'));
+    symlinkSync(path.join(MODEL_DIR, 'en-us.lm.bin'), path.join(model, 'en-us.lm.bin'));
+    writeFileSync(path.join(model, 'cmudict-en-us.dict'), readFileSync(FULL_DICT, 'utf8') + 'zzyzx ZZ QQ\n');
+    const one = new PocketsphinxRecognizer({ modelDir: model, maxConcurrent: 1, storyNames: ['Zzyzx'] });
+    try {
+      await expect(one.recognize(speech('turn it up'))).rejects.toMatchObject({ code: 'RECOGNIZER_FAILED', message: expect.stringMatching(/pronunciation of "zzyzx"/) });
+      one.setStoryNames(['Goldilocks']); // the one pair was given back: the next utterance gets it
+      expect(await one.recognize(speech('turn it up'))).toMatchObject({ text: 'turn it up', grammarMatch: true });
+    } finally {
+      await one.close();
+      rmSync(model, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a damaged cached dictionary is not used: the full one now, and the next start makes it again', async () => {
+    const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'sphinx-cache-'));
+    const cached = path.join(cacheDir, cacheName(MODEL_DIR));
+    writeFileSync(cached, 'garbage G AA R B IH JH\n', { mode: 0o600 }); // pocketsphinx starts on it, knowing one word
+    const one = new PocketsphinxRecognizer({ maxConcurrent: 1, cacheDir });
+    try {
+      await one.warmUp();
+      expect(existsSync(cached)).toBe(false);
+      const r = await one.recognize(speech('the weather is lovely today and I would like a cup of tea'), { mode: 'dictation' });
+      expect(r.text).toMatch(/weather/);
+    } finally {
+      await one.close();
+    }
+    const next = new PocketsphinxRecognizer({ maxConcurrent: 1, cacheDir });
+    try {
+      await next.warmUp();
+      expect(statSync(cached).size).toBeGreaterThan(1_000_000);
+    } finally {
+      await next.close();
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('applies new story names to the next utterance', async () => {
     rec.setStoryNames(['Goldilocks']);
