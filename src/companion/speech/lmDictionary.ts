@@ -10,11 +10,10 @@
 // temporary directory for the decoder's start (pocketsphinx reads it whole at ps_init) and removed. Anything
 // failing, or a file pocketsphinx refuses (pocketsphinxRecognizer.ts): the full dictionary.
 import koffi from 'koffi';
-import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeFileAtomic } from '../../common/atomicFile.js';
 import { filterDictionary } from '../../common/cmuDictionary.js';
 import { trimMalloc } from '../../common/memoryKeeper.js';
 
@@ -116,29 +115,45 @@ export async function languageModelDictionary(modelDir: string, opts: { cacheDir
     if (entries < words.size / 2) throw new Error(`${full} holds only ${entries} entries for the ${words.size} words of ${LANGUAGE_MODEL}`);
     if (cacheDir) {
       try {
-        await writeFileAtomic(path.join(cacheDir, name), text);
+        writeWhole(path.join(cacheDir, name), text);
       } catch {
-        return await temporaryFile(name, text); // a cache that cannot be written: a temporary file for this start
+        return temporaryFile(name, text); // a cache that cannot be written: a temporary file for this start
       }
       removeStale(cacheDir, name);
       return keep(path.join(cacheDir, name), true);
     }
-    return await temporaryFile(name, text);
+    return temporaryFile(name, text);
   } catch (err) {
     return { ...keep(full, false), fallback: String((err as Error)?.message ?? err) };
   }
 }
 
-async function temporaryFile(name: string, text: string): Promise<DictionaryFile> {
+function temporaryFile(name: string, text: string): DictionaryFile {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'speaker-agent-dict-'));
   const remove = () => rmSync(dir, { recursive: true, force: true });
   try {
-    await writeFileAtomic(path.join(dir, name), text);
+    writeWhole(path.join(dir, name), text);
   } catch (err) {
     remove();
     throw err;
   }
   return { path: path.join(dir, name), release: remove, refused: () => {} };
+}
+
+/** Written whole under a temporary name, then renamed over `target`. Synchronously: in a decoding thread (nice 19,
+ *  SCHED_IDLE) a file call on libuv's pool starts the pool's threads from that thread when they are not running
+ *  yet, and they keep its priority, every later file, DNS and crypto call of the companion with them (Node 26
+ *  in CI: 6 threads at SCHED_IDLE instead of the 2 decoding threads). Not fsynced: a cache file lost or damaged
+ *  by a power cut is found (empty; the sentinel words in pocketsphinxRecognizer.ts) and made again. */
+function writeWhole(target: string, text: string): void {
+  const tmp = path.join(path.dirname(target), `.${path.basename(target)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    writeFileSync(tmp, text, { flag: 'wx', mode: 0o600 });
+    renameSync(tmp, target);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 /** The cache directory, made when missing, when it is this user's own real directory that nobody else may write.
