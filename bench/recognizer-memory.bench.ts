@@ -4,8 +4,10 @@
 //     three rounds alternating: as shipped (the dictionary cache made beforehand, as at every start but the
 //     first), and the anchor, two bare decoders on Debian's full dictionary as the companion made them before;
 //     and the first start, which makes the cache;
-//   - `companion serve` (the CLI bundle, its own process, two decoding threads) at rest once its decoders are
-//     loaded (RSS settled), with the cache in its data directory.
+//   - `companion serve` (the CLI bundle, its own process; one decoding thread kept loaded as shipped) at rest once
+//     its decoders are loaded (RSS settled), with the cache in its data directory;
+//   - the recogniser's threads (bench/recognizerThreadsMain.ts), one kept as shipped against two kept as before:
+//     RSS at rest, while two utterances overlap, and after the second thread's idle stop; each utterance's wait.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -30,6 +32,22 @@ function pair(variant: 'full' | 'shipped', cacheDir: string): Pair {
 }
 
 const med = (xs: number[]) => percentile(xs, 50);
+
+interface Threads {
+  restMb: number;
+  busyMb: number;
+  afterMb: number;
+  threads: number;
+  firstMs: number;
+  secondMs: number;
+  wholeMs: number;
+}
+
+function threads(keep: 1 | 2, cacheDir: string): Threads {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/recognizerThreadsMain.ts'), String(keep), cacheDir], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new Error(`recognizerThreadsMain ${keep}: exit ${r.status}: ${r.stderr.slice(-300)}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!) as Threads;
+}
 
 /** `companion serve` until its RSS has settled (within 1 MB over 10 s, after its decoders loaded), in MB. */
 async function companionAtRest(dataDir: string): Promise<{ rss: number; seconds: number }> {
@@ -80,10 +98,33 @@ export async function run(): Promise<BenchRow[]> {
     const rest = await companionAtRest(dataDir);
     rows.push({
       issue: '-',
-      metric: '`companion serve` at rest, decoders loaded (2 threads), RSS',
+      metric: '`companion serve` at rest, decoders loaded (1 thread kept), RSS',
       value: rest.rss,
       unit: 'MB',
       note: `settled after ${rest.seconds.toFixed(0)} s; its first start (making the dictionary) ${made.rss.toFixed(1)} MB`,
+    });
+    const one: Threads[] = [];
+    const two: Threads[] = [];
+    for (let i = 0; i < 3; i++) {
+      one.push(threads(1, cacheDir));
+      two.push(threads(2, cacheDir));
+    }
+    const m = (xs: Threads[], k: keyof Threads) => med(xs.map((x) => x[k]));
+    rows.push({
+      issue: '-',
+      metric: 'recogniser threads at rest, RSS: 1 kept (a second while utterances overlap) against 2 kept',
+      value: m(one, 'restMb'),
+      unit: 'MB',
+      target: '< anchor',
+      pass: m(one, 'restMb') < m(two, 'restMb'),
+      note: `anchor ${m(two, 'restMb').toFixed(1)} MB; two utterances overlapping ${m(one, 'busyMb').toFixed(1)} vs ${m(two, 'busyMb').toFixed(1)} MB; after the idle stop ${m(one, 'afterMb').toFixed(1)} MB (threads left ${one.map((x) => x.threads).join('/')}) (medians of 3 alternating, each in its own process, under tsx)`,
+    });
+    rows.push({
+      issue: '-',
+      metric: 'recogniser: wait from the end of an utterance to its transcript, the second overlapping one (its thread started for it) against 2 kept',
+      value: m(one, 'secondMs'),
+      unit: 'ms',
+      note: `anchor ${m(two, 'secondMs').toFixed(0)} ms; the first utterance ${m(one, 'firstMs').toFixed(0)} vs ${m(two, 'firstMs').toFixed(0)} ms (spoken 0.3 s apart, fed in real time; medians of 3); worst case, a short second utterance given whole (no speech time to load in): ${m(one, 'wholeMs').toFixed(0)} vs ${m(two, 'wholeMs').toFixed(0)} ms`,
     });
     return rows;
   } finally {

@@ -33,12 +33,12 @@ export interface CompanionContext {
 }
 
 /** The offline engines (espeak-ng synthesiser processes, pocketsphinx recogniser threads) from src/companion/speech.
- *  `dataDir`: the recogniser keeps its language model's dictionary in `<dataDir>/pocketsphinx` between starts. */
-export async function createSpeechEngines(dataDir?: string): Promise<SpeechEngines> {
+ *  The recogniser keeps its language model's dictionary in `<dataDir>/pocketsphinx` between starts. */
+export async function createSpeechEngines(settings: Partial<Pick<CompanionSettings, 'dataDir' | 'recognizer'>> = {}): Promise<SpeechEngines> {
   const { EspeakSynthesizer } = await import('./speech/espeakSynthesizer.js');
   const { ThreadedRecognizer } = await import('./speech/recognizerThreads.js');
-  const cacheDir = dataDir === undefined ? undefined : path.join(dataDir, 'pocketsphinx');
-  return { synthesizer: new EspeakSynthesizer(), recognizer: new ThreadedRecognizer({ cacheDir }) };
+  const cacheDir = settings.dataDir === undefined ? undefined : path.join(settings.dataDir, 'pocketsphinx');
+  return { synthesizer: new EspeakSynthesizer(), recognizer: new ThreadedRecognizer({ ...settings.recognizer, cacheDir }) };
 }
 
 export function createTtsAdapter(settings: CompanionSettings, speech: SpeechEngines): TtsAdapter {
@@ -59,7 +59,7 @@ export async function createCompanionContext(
 ): Promise<CreatedContext> {
   const db = openDatabase(settings.dataDir);
   try {
-    const speech = opts.speech ?? (await createSpeechEngines(settings.dataDir));
+    const speech = opts.speech ?? (await createSpeechEngines(settings));
     let base = settings.publicUrl ?? `http://${settings.host}:${settings.port}`;
     const signer = new UrlSigner(loadOrCreateSigningKey(settings.dataDir), base, settings.signedUrlTtlSeconds);
     const ctx: CompanionContext = {

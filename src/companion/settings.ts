@@ -56,6 +56,18 @@ export const CompanionSettingsSchema = z.object({
   /** open: a new client id with a valid workspace key enrolls its secret (trust on first use);
    *  closed: only clients already known (enrolled earlier, or re-enabled by `client reset`) are accepted */
   enrollment: withEnv(z._default(z.enum(['open', 'closed']), 'open'), 'SPEAKER_AGENT_COMPANION_ENROLLMENT', 'open (trust on first use) or closed'),
+  /** the offline speech recogniser (pocketsphinx): one decoding thread per utterance decoded at the same time */
+  recognizer: z.prefault(
+    z.object({
+      /** most utterances decoded at once; each thread holds a decoder pair (~80 MB) while it runs */
+      threads: withEnv(z._default(z.coercedInt(1, 32), 2), 'SPEAKER_AGENT_COMPANION_RECOGNIZER_THREADS', 'most utterances decoded at once (default 2; ~80 MB per thread)'),
+      /** threads kept loaded while idle (at most `threads`); the others start when utterances overlap */
+      keepThreads: withEnv(z._default(z.coercedInt(1, 32), 1), 'SPEAKER_AGENT_COMPANION_RECOGNIZER_KEEP_THREADS', 'decoding threads kept loaded while idle (default 1)'),
+      /** a thread beyond keepThreads is stopped after this long without an utterance */
+      idleStopMs: z._default(z.coercedInt(1_000, 86_400_000), 60_000),
+    }),
+    {},
+  ),
   tts: z.prefault(
     z.object({
       /** espeak: offline, in-process (default); http: an external neural TTS server */

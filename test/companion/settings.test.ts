@@ -20,6 +20,7 @@ describe('loadCompanionSettings', () => {
       enrollment: 'open',
       tts: { adapter: 'espeak' },
       realtime: { iceServers: [], transcriptFamily: 'ga', brain: { kind: 'rules' } },
+      recognizer: { threads: 2, keepThreads: 1, idleStopMs: 60_000 },
     });
     expect(s.publicUrl).toBeUndefined();
     expect(loadCompanionSettings({}, { STATE_DIRECTORY: '/var/lib/sa:/other' }).dataDir).toBe('/var/lib/sa');
@@ -36,6 +37,8 @@ describe('loadCompanionSettings', () => {
       SPEAKER_AGENT_COMPANION_TTS_URL: 'http://tts:5000',
       SPEAKER_AGENT_COMPANION_ICE_SERVERS: '[{"urls":["stun:stun.example:3478"]}]',
       SPEAKER_AGENT_COMPANION_MAX_CALLS: '2',
+      SPEAKER_AGENT_COMPANION_RECOGNIZER_THREADS: '4',
+      SPEAKER_AGENT_COMPANION_RECOGNIZER_KEEP_THREADS: '2',
     };
     const s = loadCompanionSettings({}, env);
     expect(s).toMatchObject({
@@ -46,6 +49,7 @@ describe('loadCompanionSettings', () => {
       enrollment: 'closed',
       tts: { adapter: 'http', http: { baseUrl: 'http://tts:5000' } },
       realtime: { iceServers: [{ urls: ['stun:stun.example:3478'], username: '', credential: '' }], maxCalls: 2 },
+      recognizer: { threads: 4, keepThreads: 2, idleStopMs: 60_000 },
     });
     expect(loadCompanionSettings({ port: 0, tts: { http: { apiKey: 'k' } } }, env)).toMatchObject({ port: 0, tts: { adapter: 'http', http: { baseUrl: 'http://tts:5000', apiKey: 'k' } } });
     for (const o of COMPANION_ENV_OVERRIDES) expect(o.env).toMatch(/^SPEAKER_AGENT_/);

@@ -4,10 +4,16 @@
 // utterance). Called through koffi's async mode it ran on the libuv pool at the event loop's own priority, so on
 // a busy core a decode could hold the CPU while a 20 ms frame slot came due. A worker thread with a higher nice
 // value yields the core to the event loop whenever the loop has work, and uses everything the loop leaves.
-// Each thread holds one decoder pair (grammar + language model); a stream goes to the thread with the fewest
-// streams, and audio is sent in 100 ms batches. A crashed thread fails its streams with 'RECOGNIZER_FAILED' and
-// is started again (with the current story names) for the next stream.
+// Each thread holds one decoder pair (grammar + language model, ~80 MB); a stream goes to an idle thread, and
+// audio is sent in 100 ms batches. A crashed thread fails its streams with 'RECOGNIZER_FAILED' and is started
+// again (with the current story names) for the next stream.
+//
+// Why only one thread stays loaded: a speaker in a kitchen says one thing at a time, and on a 1 GB board the
+// companion runs beside the agent. A second thread starts when an utterance arrives while every loaded thread
+// is decoding one (two calls, or a user speaking again before the last answer) and is stopped once it has been
+// idle for `idleStopMs`; its first utterance waits for its decoders to load (README "Offline speech engines").
 import type { Worker } from 'node:worker_threads';
+import { trimMalloc } from '../../common/memoryKeeper.js';
 import { startWorkerThread, stopWorkerThread } from '../../common/workerThread.js';
 import type { PocketsphinxOptions } from './pocketsphinxRecognizer.js';
 import type { Recognition, RecognitionMode, Recognizer, RecognizerStream, RecognizerStreamOptions } from './recognizer.js';
@@ -15,8 +21,12 @@ import type { RecognizerWorkerData } from './recognizerWorker.js';
 import { SpeechError, type SpeechErrorCode } from './speechError.js';
 
 export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sync' | 'maxConcurrent'> {
-  /** decoding threads, i.e. utterances decoded at the same time (default 2) */
+  /** most decoding threads, i.e. utterances decoded at the same time (default 2) */
   threads?: number;
+  /** threads kept loaded while idle (default 1): warmUp() loads them, and they are never stopped for idleness */
+  keepThreads?: number;
+  /** a thread beyond `keepThreads` is stopped once it has had no utterance for this long (default 60 s) */
+  idleStopMs?: number;
   /** nice value of the decoding threads (default 19; the event loop runs at 0) */
   nice?: number;
   /** also give the decoding threads the SCHED_IDLE policy (default true) */
@@ -25,6 +35,7 @@ export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sy
 
 const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
 export const RECOGNIZER_NICE = 19;
+export const RECOGNIZER_IDLE_STOP_MS = 60_000;
 
 type Reply =
   | { type: 'ready' }
@@ -40,11 +51,17 @@ class Slot {
   readonly streams = new Map<number, ThreadStream>();
   readonly warmers = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   starts = 0;
+  /** the idle stop of a thread beyond keepThreads, armed when its last stream ends */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 export class ThreadedRecognizer implements Recognizer {
   readonly sampleRate = 16000 as const;
   private readonly slots: Slot[];
+  private readonly keep: number;
+  private readonly idleStopMs: number;
+  /** idle threads being stopped (close() waits for them) */
+  private readonly stopping = new Set<Promise<void>>();
   private readonly data: RecognizerWorkerData;
   private storyNames: string[];
   private nextId = 1;
@@ -52,8 +69,10 @@ export class ThreadedRecognizer implements Recognizer {
   private fatal: string | undefined;
 
   constructor(opts: ThreadedRecognizerOptions = {}) {
-    const { threads, nice, idle, storyNames, ...options } = opts;
+    const { threads, keepThreads, idleStopMs, nice, idle, storyNames, ...options } = opts;
     this.slots = Array.from({ length: Math.max(1, threads ?? 2) }, () => new Slot());
+    this.keep = Math.min(this.slots.length, Math.max(1, keepThreads ?? 1));
+    this.idleStopMs = idleStopMs ?? RECOGNIZER_IDLE_STOP_MS;
     this.storyNames = storyNames ?? [];
     this.data = { options, nice: nice ?? RECOGNIZER_NICE, idle: idle ?? true };
   }
@@ -64,10 +83,10 @@ export class ThreadedRecognizer implements Recognizer {
     for (const s of this.slots) s.worker?.postMessage({ type: 'names', names: this.storyNames });
   }
 
-  /** Starts every thread and loads its decoders now instead of on first use: the first thread alone, so that
-   *  the others find the dictionary it made (lmDictionary.ts) and the start's memory peaks once. */
+  /** Starts the kept threads and loads their decoders now instead of on first use: the first thread alone, so
+   *  that the others find the dictionary it made (lmDictionary.ts) and the start's memory peaks once. */
   async warmUp(): Promise<void> {
-    const [first, ...rest] = this.slots;
+    const [first, ...rest] = this.slots.slice(0, this.keep);
     const firstFailed = await this.warmSlot(first).then(() => undefined, (err: unknown) => err ?? new Error('warm-up failed'));
     await Promise.all(rest.map((slot) => this.warmSlot(slot)));
     if (firstFailed) throw firstFailed;
@@ -106,9 +125,10 @@ export class ThreadedRecognizer implements Recognizer {
     if (this.fatal) throw new SpeechError('RECOGNIZER_FAILED', this.fatal);
     const mode = opts?.mode ?? 'command';
     if (mode !== 'command' && mode !== 'dictation') throw new SpeechError('INVALID_ARGUMENT', `unknown recognition mode "${String(mode)}"`);
-    const slot = this.slots.reduce((a, b) => (b.streams.size < a.streams.size ? b : a));
+    const slot = this.pickSlot();
+    clearTimeout(slot.idleTimer);
     const id = this.nextId++;
-    const stream = new ThreadStream(id, () => this.ensureWorker(slot), () => slot.streams.delete(id));
+    const stream = new ThreadStream(id, () => this.ensureWorker(slot), () => this.released(slot, id));
     slot.streams.set(id, stream);
     this.ensureWorker(slot).postMessage({ type: 'start', id, mode });
     return stream;
@@ -120,18 +140,47 @@ export class ThreadedRecognizer implements Recognizer {
     return s.end();
   }
 
+  /** A loaded thread with nothing to decode, else a thread not running (started now), else the least busy. */
+  private pickSlot(): Slot {
+    return (
+      this.slots.find((s) => s.worker && s.streams.size === 0) ??
+      this.slots.find((s) => !s.worker) ??
+      this.slots.reduce((a, b) => (b.streams.size < a.streams.size ? b : a))
+    );
+  }
+
+  private released(slot: Slot, id: number): void {
+    slot.streams.delete(id);
+    if (slot.streams.size > 0 || this.closed || this.slots.indexOf(slot) < this.keep) return;
+    clearTimeout(slot.idleTimer);
+    slot.idleTimer = setTimeout(() => this.stopIdle(slot), this.idleStopMs).unref();
+  }
+
+  /** Stops a thread beyond keepThreads that stayed idle, and gives its decoders' memory back to the system. */
+  private stopIdle(slot: Slot): void {
+    const w = slot.worker;
+    if (!w || slot.streams.size > 0 || this.closed) return;
+    slot.worker = undefined; // its exit is then no failure, and the next stream starts a new thread
+    const stopped = stopWorkerThread(w, { ready: slot.ready, graceMs: 5000 })
+      .then(() => void trimMalloc()) // the thread's malloc arena keeps the freed decoders otherwise
+      .finally(() => this.stopping.delete(stopped));
+    this.stopping.add(stopped);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all(
-      this.slots.map(async (slot) => {
+    await Promise.all([
+      ...this.stopping,
+      ...this.slots.map(async (slot) => {
+        clearTimeout(slot.idleTimer);
         const w = slot.worker;
         slot.worker = undefined;
         for (const s of slot.streams.values()) s.fail(new SpeechError('ABORTED', 'recognizer closed'));
         if (!w) return;
         await stopWorkerThread(w, { ready: slot.ready, graceMs: 5000 }); // it frees the decoders between two messages, then exits
       }),
-    );
+    ]);
   }
 
   private ensureWorker(slot: Slot): Worker {

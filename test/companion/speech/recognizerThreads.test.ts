@@ -1,16 +1,17 @@
 // The companion's recogniser: pocketsphinx in worker threads. Real speech (flite) decoded through the threads,
-// story names reaching them, a thread crash in the middle of an utterance, and malformed input.
+// story names reaching them, a thread crash in the middle of an utterance, malformed input, and the second thread
+// that starts only while utterances overlap.
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ThreadedRecognizer } from '../../../src/companion/speech/recognizerThreads.js';
 import { concatPcm, fliteSpeech, frames } from './speechFixtures.js';
 import { threadScheduling } from '../../support/threadPriority.js';
 
 let rec: ThreadedRecognizer;
 beforeAll(async () => {
-  rec = new ThreadedRecognizer({ threads: 2, storyNames: ['The Little Red Hen'] });
+  rec = new ThreadedRecognizer({ threads: 2, keepThreads: 2, storyNames: ['The Little Red Hen'] });
   await rec.warmUp();
 }, 60_000);
 afterAll(async () => {
@@ -18,11 +19,12 @@ afterAll(async () => {
 });
 
 const speech = (text: string) => concatPcm(new Int16Array(4000), fliteSpeech(text, 16000, 'slt'), new Int16Array(4000));
+/** OS threads of this process at nice 19 with SCHED_IDLE: the decoding threads of every recogniser here */
+const decodingThreads = () => threadScheduling().filter((t) => t.nice === 19 && t.policy === 5).length;
 
 describe('ThreadedRecognizer', () => {
   it('decodes in threads at nice 19 with SCHED_IDLE, while the event loop keeps normal priority', () => {
-    const idle = threadScheduling().filter((t) => t.nice === 19 && t.policy === 5);
-    expect(idle.length).toBe(2);
+    expect(decodingThreads()).toBe(2);
     expect(threadScheduling().find((t) => t.tid === process.pid)).toMatchObject({ nice: 0, policy: 0 });
   });
 
@@ -95,4 +97,48 @@ describe('ThreadedRecognizer', () => {
     expect(await rec.recognize(new Int16Array(16000))).toMatchObject({ text: '', grammarMatch: false });
     expect(await rec.recognize(speech('volume down'))).toMatchObject({ text: 'volume down', grammarMatch: true });
   });
+
+  it('by default keeps one thread loaded; a second starts while two utterances overlap and stops once idle', async () => {
+    const base = decodingThreads(); // the shared recogniser's
+    const elastic = new ThreadedRecognizer({ idleStopMs: 300 });
+    try {
+      await elastic.warmUp();
+      expect(elastic.threadIds()).toHaveLength(1);
+      expect(decodingThreads()).toBe(base + 1);
+      const [a, b] = await Promise.all([elastic.recognize(speech('turn it up')), elastic.recognize(speech('what time is it'))]);
+      expect(a).toMatchObject({ text: 'turn it up', grammarMatch: true });
+      expect(b).toMatchObject({ text: 'what time is it', grammarMatch: true });
+      expect(elastic.threadStarts).toBe(2);
+      expect(elastic.threadIds()).toHaveLength(2); // idle for less than 300 ms yet
+      await vi.waitFor(() => expect(elastic.threadIds()).toHaveLength(1), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(() => expect(decodingThreads()).toBe(base + 1), { timeout: 10_000, interval: 50 }); // the OS thread is gone
+      // one utterance at a time: the kept thread decodes them, nothing starts
+      expect(await elastic.recognize(speech('volume down'))).toMatchObject({ text: 'volume down', grammarMatch: true });
+      expect(await elastic.recognize(speech('set the volume to forty percent'))).toMatchObject({ grammarMatch: true });
+      expect(elastic.threadStarts).toBe(2);
+    } finally {
+      await elastic.close();
+    }
+    expect(decodingThreads()).toBe(base);
+  }, 120_000);
+
+  it('an utterance arriving while an idle thread is being stopped gets a new thread and its transcript', async () => {
+    const elastic = new ThreadedRecognizer({ idleStopMs: 1 }); // stopped as soon as it is idle
+    try {
+      await elastic.warmUp();
+      for (let round = 0; round < 3; round++) {
+        const long = elastic.recognize(speech('read the story goldilocks and the three bears please'));
+        const [short] = await Promise.all([elastic.recognize(speech('stop')), long]);
+        expect(short).toMatchObject({ text: 'stop', grammarMatch: true });
+        // the second thread's stop has begun; overlap again at once
+        const [c, d] = await Promise.all([elastic.recognize(speech('turn it down')), elastic.recognize(speech('volume up'))]);
+        expect(c).toMatchObject({ text: 'turn it down', grammarMatch: true });
+        expect(d).toMatchObject({ text: 'volume up', grammarMatch: true });
+      }
+      expect(elastic.threadStarts).toBeGreaterThanOrEqual(4); // the kept one, and at least one per round
+    } finally {
+      await elastic.close(); // waits for the threads being stopped too
+    }
+    expect(elastic.threadIds()).toEqual([]);
+  }, 120_000);
 });
