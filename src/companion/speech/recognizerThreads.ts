@@ -36,6 +36,7 @@ export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sy
 const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
 export const RECOGNIZER_NICE = 19;
 export const RECOGNIZER_IDLE_STOP_MS = 60_000;
+const IDLE_STOP_GRACE_MS = 10 * 60_000;
 
 type Reply =
   | { type: 'ready' }
@@ -60,8 +61,8 @@ export class ThreadedRecognizer implements Recognizer {
   private readonly slots: Slot[];
   private readonly keep: number;
   private readonly idleStopMs: number;
-  /** idle threads being stopped (close() waits for them) */
-  private readonly stopping = new Set<Promise<void>>();
+  /** idle threads being stopped, and their exits (close() waits for them) */
+  private readonly stopping = new Map<Worker, Promise<void>>();
   private readonly data: RecognizerWorkerData;
   private storyNames: string[];
   private nextId = 1;
@@ -140,11 +141,17 @@ export class ThreadedRecognizer implements Recognizer {
     return s.end();
   }
 
-  /** A loaded thread with nothing to decode, else a thread not running (started now), else the least busy. */
+  /** A kept thread with nothing to decode (started again if it crashed), else an extra one (started now if not
+   *  running), else the least busy. Kept threads first, so an extra one goes idle and is stopped. */
   private pickSlot(): Slot {
+    const kept = this.slots.slice(0, this.keep);
+    const extra = this.slots.slice(this.keep);
+    const idle = (s: Slot) => s.streams.size === 0;
     return (
-      this.slots.find((s) => s.worker && s.streams.size === 0) ??
-      this.slots.find((s) => !s.worker) ??
+      kept.find((s) => s.worker && idle(s)) ??
+      kept.find((s) => !s.worker) ??
+      extra.find((s) => s.worker && idle(s)) ??
+      extra.find((s) => !s.worker) ??
       this.slots.reduce((a, b) => (b.streams.size < a.streams.size ? b : a))
     );
   }
@@ -161,17 +168,22 @@ export class ThreadedRecognizer implements Recognizer {
     const w = slot.worker;
     if (!w || slot.streams.size > 0 || this.closed) return;
     slot.worker = undefined; // its exit is then no failure, and the next stream starts a new thread
-    const stopped = stopWorkerThread(w, { ready: slot.ready, graceMs: 5000 })
+    // Nothing waits for it, so a long grace: at SCHED_IDLE on a busy core it may wait for the CPU, and terminate()
+    // landing in a native call can abort the process (workerThread.ts). close() ends the wait after 5 s.
+    const stopped = stopWorkerThread(w, { ready: slot.ready, graceMs: IDLE_STOP_GRACE_MS })
       .then(() => void trimMalloc()) // the thread's malloc arena keeps the freed decoders otherwise
-      .finally(() => this.stopping.delete(stopped));
-    this.stopping.add(stopped);
+      .finally(() => this.stopping.delete(w));
+    this.stopping.set(w, stopped);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([
-      ...this.stopping,
+      ...[...this.stopping].map(([w, stopped]) => {
+        const timer = setTimeout(() => void w.terminate(), 5000);
+        return stopped.finally(() => clearTimeout(timer));
+      }),
       ...this.slots.map(async (slot) => {
         clearTimeout(slot.idleTimer);
         const w = slot.worker;
