@@ -8,8 +8,8 @@
 //     its decoders are loaded (RSS settled), with the cache in its data directory;
 //   - the recogniser's threads (bench/recognizerThreadsMain.ts), one kept as shipped against two kept as before:
 //     RSS at rest, while two utterances overlap, and after the second thread's idle stop; each utterance's wait.
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { fork, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { rssMb } from './agentProcess.js';
@@ -49,8 +49,36 @@ function threads(keep: 1 | 2, cacheDir: string): Threads {
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as Threads;
 }
 
-/** `companion serve` until its RSS has settled (within 1 MB over 10 s, after its decoders loaded), in MB. */
-async function companionAtRest(dataDir: string): Promise<{ rss: number; seconds: number }> {
+/** Proportional set size of a process (its share of shared pages), MB. */
+function pssMb(pid: number): number {
+  return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))![1]) / 1024;
+}
+
+/** The child processes of pid (the companion's espeak synthesis workers). */
+function childrenOf(pid: number): number[] {
+  const tasks = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  return tasks ? tasks.split(/\s+/).map(Number) : [];
+}
+
+/** How long a bulk synthesis worker (dist/espeakWorker.js, as the companion forks it) takes from its fork to
+ *  'ready' (espeak loaded): what the first bulk request after an idle minute waits for beyond its synthesis. */
+async function espeakWorkerStartMs(): Promise<number> {
+  const t0 = performance.now();
+  const child = fork(path.join(ROOT, 'dist/espeakWorker.js'), ['500'], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', (m: { type?: string }) => (m?.type === 'ready' ? resolve() : reject(new Error(`espeak worker: ${JSON.stringify(m)}`))));
+      child.once('exit', (code) => reject(new Error(`espeak worker exited ${code}`)));
+    });
+    return performance.now() - t0;
+  } finally {
+    child.kill();
+  }
+}
+
+/** `companion serve` until its RSS has settled (within 1 MB over 10 s, after its decoders loaded), in MB; and its
+ *  child processes then (espeak workers), their number and PSS. */
+async function companionAtRest(dataDir: string): Promise<{ rss: number; seconds: number; children: number; childrenPss: number }> {
   const child = spawn(process.execPath, [CLI, 'companion', 'serve', '--port', '0', '--data-dir', dataDir], { stdio: 'ignore', env: { ...process.env, SPEAKER_AGENT_LOG_LEVEL: 'warn' } });
   const t0 = performance.now();
   try {
@@ -62,7 +90,9 @@ async function companionAtRest(dataDir: string): Promise<{ rss: number; seconds:
       // loaded: past the two language models (> 150 MB) and flat for 10 s
       if (last.length === 11 && last[10] > 150 && Math.max(...last) - Math.min(...last) <= 1) break;
     }
-    return { rss: samples[samples.length - 1], seconds: (performance.now() - t0) / 1000 };
+    const children = childrenOf(child.pid!);
+    const childrenPss = children.reduce((a, pid) => a + pssMb(pid), 0);
+    return { rss: samples[samples.length - 1], seconds: (performance.now() - t0) / 1000, children: children.length, childrenPss };
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
@@ -102,6 +132,15 @@ export async function run(): Promise<BenchRow[]> {
       value: rest.rss,
       unit: 'MB',
       note: `settled after ${rest.seconds.toFixed(0)} s; its first start (making the dictionary) ${made.rss.toFixed(1)} MB`,
+    });
+    const starts: number[] = [];
+    for (let i = 0; i < 3; i++) starts.push(await espeakWorkerStartMs());
+    rows.push({
+      issue: '-',
+      metric: '`companion serve` at rest: its espeak synthesis processes (the realtime one kept; bulk ones only while bulk work runs), PSS',
+      value: rest.childrenPss,
+      unit: 'MB',
+      note: `${rest.children} process(es) (before 2 Dec: 3, a realtime and 2 bulk workers); a bulk worker's start, fork to espeak loaded, which the first bulk request after an idle minute waits for: ${med(starts).toFixed(0)} ms (median of 3)`,
     });
     const one: Threads[] = [];
     const two: Threads[] = [];

@@ -38,7 +38,8 @@ export async function createSpeechEngines(settings: Partial<Pick<CompanionSettin
   const { EspeakSynthesizer } = await import('./speech/espeakSynthesizer.js');
   const { ThreadedRecognizer } = await import('./speech/recognizerThreads.js');
   const cacheDir = settings.dataDir === undefined ? undefined : path.join(settings.dataDir, 'pocketsphinx');
-  return { synthesizer: new EspeakSynthesizer(), recognizer: new ThreadedRecognizer({ ...settings.recognizer, cacheDir }) };
+  // no bulk synthesis worker kept while idle: a speaker's own companion mostly speaks replies (the realtime worker)
+  return { synthesizer: new EspeakSynthesizer({ keepBulkWorkers: 0 }), recognizer: new ThreadedRecognizer({ ...settings.recognizer, cacheDir }) };
 }
 
 export function createTtsAdapter(settings: CompanionSettings, speech: SpeechEngines): TtsAdapter {

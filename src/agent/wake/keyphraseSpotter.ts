@@ -51,6 +51,8 @@ export interface Detection {
 type Fn = (...args: unknown[]) => unknown;
 interface Api {
   cmdLnInit: Fn;
+  /** the caller's reference to a configuration: ps_init keeps its own */
+  cmdLnFree: Fn;
   psArgs: Fn;
   psInit: Fn;
   psFree: Fn;
@@ -70,6 +72,7 @@ function sphinx(): Api {
     base.func('void err_set_logfp(void *fp)')(null);
     api = {
       cmdLnInit: base.func('void *cmd_ln_init(void *inout, void *defn, int strict, ...)') as Fn,
+      cmdLnFree: base.func('int cmd_ln_free_r(void *cmdln)') as Fn,
       psArgs: lib.func('void *ps_args()') as Fn,
       psInit: lib.func('void *ps_init(void *config)') as Fn,
       psFree: lib.func('int ps_free(void *ps)') as Fn,
@@ -152,7 +155,11 @@ export class KeyphraseSpotter {
         s, null];
       const config = this.a.cmdLnInit(...args);
       if (!config) throw new AgentError('audio', 'wake word engine: pocketsphinx rejected its configuration');
-      this.ps = this.a.psInit(config);
+      try {
+        this.ps = this.a.psInit(config);
+      } finally {
+        this.a.cmdLnFree(config);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

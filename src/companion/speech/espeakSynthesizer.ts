@@ -8,6 +8,9 @@
 // requests progress together. Abort drops pending chunks at once; a chunk already running (< ~0.1 s of CPU)
 // finishes in the worker and is discarded. A crashed or hung worker is replaced and its requests fail with
 // SpeechError 'TTS_FAILED'.
+// Bulk workers beyond `keepBulkWorkers` (the companion keeps none: a speaker's own companion mostly speaks replies)
+// start when bulk work arrives and stop after `idleStopMs` without a chunk: each is a Node process of ~15 MB of
+// its own. A reply not yet started is taken before the next chunk of an earlier one.
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import os, { availableParallelism } from 'node:os';
@@ -27,6 +30,10 @@ export interface EspeakSynthesizerOptions {
   realtimeWorkers?: number;
   /** a chunk running longer than this is considered hung: its worker is killed and replaced (default 30 s) */
   chunkTimeoutMs?: number;
+  /** bulk workers kept running while idle (default: all); the others start when work needs them */
+  keepBulkWorkers?: number;
+  /** a bulk worker beyond keepBulkWorkers stops after this long without a chunk (default 60 s) */
+  idleStopMs?: number;
 }
 
 const LANGUAGE_ALIASES: Record<string, string> = { 'en-gb': 'en', 'en-uk': 'en', en_gb: 'en' };
@@ -91,7 +98,14 @@ class Worker {
   ready = false;
   job: Job | null = null;
   restarts = 0;
-  constructor(readonly lane: SynthesisLane) {}
+  /** not running, and started only when work needs it (a bulk worker beyond keepBulkWorkers) */
+  parked = false;
+  idleTimer: NodeJS.Timeout | undefined;
+  constructor(
+    readonly lane: SynthesisLane,
+    /** kept running while idle */
+    readonly kept: boolean,
+  ) {}
 }
 
 /** nice value of the synthesis processes per lane (the event loop runs at 0). Realtime (a call's replies): 19,
@@ -116,6 +130,9 @@ export class EspeakSynthesizer implements Synthesizer {
   private readonly queues: Record<SynthesisLane, Request[]> = { realtime: [], bulk: [] };
   private readonly jobs = new Map<number, Job>();
   private readonly chunkTimeoutMs: number;
+  private readonly idleStopMs: number;
+  /** idle workers told to stop that have not exited yet (close() waits for them) */
+  private readonly parking = new Set<ChildProcess>();
   private nextId = 1;
   private closed = false;
   private readonly launch = workerLaunch();
@@ -126,15 +143,20 @@ export class EspeakSynthesizer implements Synthesizer {
     const realtime = opts.realtimeWorkers ?? 1;
     if (bulk + realtime < 1) throw new SpeechError('INVALID_ARGUMENT', 'EspeakSynthesizer needs at least one worker');
     this.chunkTimeoutMs = opts.chunkTimeoutMs ?? 30_000;
-    for (let i = 0; i < realtime; i++) this.workers.push(new Worker('realtime'));
-    for (let i = 0; i < bulk; i++) this.workers.push(new Worker('bulk'));
-    for (const w of this.workers) this.spawn(w);
+    this.idleStopMs = opts.idleStopMs ?? 60_000;
+    const keepBulk = Math.max(0, opts.keepBulkWorkers ?? bulk);
+    for (let i = 0; i < realtime; i++) this.workers.push(new Worker('realtime', true));
+    for (let i = 0; i < bulk; i++) this.workers.push(new Worker('bulk', i < keepBulk));
+    for (const w of this.workers) {
+      if (w.kept) this.spawn(w);
+      else w.parked = true;
+    }
   }
 
-  /** Resolves once every worker has loaded espeak (optional: synthesize() queues until a worker is ready). */
+  /** Resolves once every started worker has loaded espeak (optional: synthesize() queues until a worker is ready). */
   async ready(timeoutMs = 15_000): Promise<void> {
     const t0 = Date.now();
-    while (!this.workers.every((w) => w.ready)) {
+    while (!this.workers.every((w) => w.ready || w.parked)) {
       if (this.startupError) throw new SpeechError('TTS_FAILED', `espeak worker failed to start: ${this.startupError}`);
       if (Date.now() - t0 > timeoutMs) throw new SpeechError('TTS_FAILED', 'espeak workers did not start in time');
       await new Promise((r) => setTimeout(r, 20));
@@ -201,13 +223,17 @@ export class EspeakSynthesizer implements Synthesizer {
       for (const r of [...this.queues[lane]]) this.fail(r, closedErr());
     }
     for (const job of [...this.jobs.values()]) this.fail(job.request, closedErr());
+    const children = [...this.parking];
+    for (const w of this.workers) {
+      clearTimeout(w.idleTimer);
+      if (w.child) children.push(w.child);
+      w.child = null;
+    }
     await Promise.all(
-      this.workers.map(
-        (w) =>
+      children.map(
+        (c) =>
           new Promise<void>((resolve) => {
-            const c = w.child;
-            w.child = null;
-            if (!c || c.exitCode !== null || c.signalCode !== null) return resolve();
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
             c.once('exit', () => resolve());
             c.kill('SIGTERM');
             setTimeout(() => c.kill('SIGKILL'), 2000).unref();
@@ -218,6 +244,7 @@ export class EspeakSynthesizer implements Synthesizer {
 
   private spawn(w: Worker): void {
     if (this.closed) return;
+    w.parked = false;
     w.ready = false;
     // realtime: 60 ms espeak buffers for a fast first chunk; bulk: 500 ms, fewer callbacks and IPC messages
     const child = fork(this.launch.modulePath, [w.lane === 'realtime' ? '60' : '500'], {
@@ -312,10 +339,15 @@ export class EspeakSynthesizer implements Synthesizer {
   private pump(): void {
     for (const w of this.workers) {
       if (!w.ready || w.job || !w.child) continue;
-      // realtime work may use any idle worker; bulk work uses bulk workers (or any, when no bulk workers exist)
+      // realtime work may use any idle kept worker (a bulk worker started for bulk work only: replies, which come
+      // all through a conversation, would keep it from its idle stop); bulk work uses bulk workers (or any, when
+      // no bulk workers exist)
       const bulkAllowed = w.lane === 'bulk' || !this.workers.some((x) => x.lane === 'bulk');
-      const queue = this.queues.realtime.length > 0 ? this.queues.realtime : bulkAllowed ? this.queues.bulk : null;
-      const req = queue?.find((r) => r.nextToStart < r.chunks.length);
+      const realtimeAllowed = w.kept || w.lane === 'realtime';
+      const queue = realtimeAllowed && this.queues.realtime.length > 0 ? this.queues.realtime : bulkAllowed ? this.queues.bulk : null;
+      // a reply not started yet goes first (its listener waits for its first audio; the chunks after a reply's
+      // first are needed only as it plays), then the oldest
+      const req = (queue === this.queues.realtime ? queue.find((r) => r.nextToStart === 0) : undefined) ?? queue?.find((r) => r.nextToStart < r.chunks.length);
       if (!queue || !req) continue;
       const chunk = req.chunks[req.nextToStart++];
       if (req.nextToStart >= req.chunks.length) queue.splice(queue.indexOf(req), 1);
@@ -332,8 +364,31 @@ export class EspeakSynthesizer implements Synthesizer {
       job.timer.unref();
       this.jobs.set(job.id, job);
       w.job = job;
+      clearTimeout(w.idleTimer);
+      w.idleTimer = undefined;
       w.child.send({ type: 'synth', job: job.id, text: chunk.text, voice: req.voice });
     }
+    if (this.closed) return;
+    // Bulk work waiting starts every parked worker (a long text is spread over all). Replies never do: one worker
+    // synthesises ~6,000 characters a second, hundreds of calls' speech, and a reply waits at most for one chunk.
+    if (this.queues.bulk.some((r) => r.nextToStart < r.chunks.length)) for (const w of this.workers.filter((x) => x.parked)) this.spawn(w);
+    for (const w of this.workers) if (!w.kept && w.child && !w.job && !w.idleTimer) this.armIdleStop(w);
+  }
+
+  /** Stops a worker beyond keepBulkWorkers once it has been idle for idleStopMs (since its last chunk, or start). */
+  private armIdleStop(w: Worker): void {
+    w.idleTimer = setTimeout(() => {
+      w.idleTimer = undefined;
+      const c = w.child;
+      if (this.closed || !c || w.job) return;
+      w.child = null; // its exit is then no crash
+      w.ready = false;
+      w.parked = true;
+      this.parking.add(c);
+      c.once('exit', () => this.parking.delete(c));
+      c.kill('SIGTERM');
+      setTimeout(() => c.kill('SIGKILL'), 5000).unref();
+    }, this.idleStopMs).unref();
   }
 
   private chunkAudio(req: Request, chunk: Chunk, pcm: Int16Array): void {

@@ -37,6 +37,7 @@ const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
 export const RECOGNIZER_NICE = 19;
 export const RECOGNIZER_IDLE_STOP_MS = 60_000;
 const IDLE_STOP_GRACE_MS = 10 * 60_000;
+const IDLE_STOP_MAX_MS = 60 * 60_000;
 
 type Reply =
   | { type: 'ready' }
@@ -54,6 +55,10 @@ class Slot {
   starts = 0;
   /** the idle stop of a thread beyond keepThreads, armed when its last stream ends */
   idleTimer: NodeJS.Timeout | undefined;
+  /** how long it waits idle before that stop: doubled when it was needed again soon after one */
+  idleStopMs = 0;
+  /** when it was last stopped for idleness (performance.now()) */
+  stoppedAt = -Infinity;
 }
 
 export class ThreadedRecognizer implements Recognizer {
@@ -105,6 +110,11 @@ export class ThreadedRecognizer implements Recognizer {
   /** Thread ids of the running decoding threads (diagnostics and fault-injection tests). */
   threadIds(): number[] {
     return this.slots.flatMap((s) => (s.worker ? [s.worker.threadId] : []));
+  }
+
+  /** How long each thread beyond keepThreads now waits idle before it is stopped (diagnostics and tests). */
+  idleStopDelaysMs(): number[] {
+    return this.slots.slice(this.keep).map((s) => s.idleStopMs || this.idleStopMs);
   }
 
   /** Thread starts so far, counting restarts after a crash. */
@@ -160,7 +170,7 @@ export class ThreadedRecognizer implements Recognizer {
     slot.streams.delete(id);
     if (slot.streams.size > 0 || this.closed || this.slots.indexOf(slot) < this.keep) return;
     clearTimeout(slot.idleTimer);
-    slot.idleTimer = setTimeout(() => this.stopIdle(slot), this.idleStopMs).unref();
+    slot.idleTimer = setTimeout(() => this.stopIdle(slot), slot.idleStopMs || this.idleStopMs).unref();
   }
 
   /** Stops a thread beyond keepThreads that stayed idle, and gives its decoders' memory back to the system. */
@@ -168,6 +178,7 @@ export class ThreadedRecognizer implements Recognizer {
     const w = slot.worker;
     if (!w || slot.streams.size > 0 || this.closed) return;
     slot.worker = undefined; // its exit is then no failure, and the next stream starts a new thread
+    slot.stoppedAt = performance.now();
     // Nothing waits for it, so a long grace: at SCHED_IDLE on a busy core it may wait for the CPU, and terminate()
     // landing in a native call can abort the process (workerThread.ts). close() ends the wait after 5 s.
     const stopped = stopWorkerThread(w, { ready: slot.ready, graceMs: IDLE_STOP_GRACE_MS })
@@ -197,6 +208,11 @@ export class ThreadedRecognizer implements Recognizer {
 
   private ensureWorker(slot: Slot): Worker {
     if (slot.worker) return slot.worker;
+    // Every start and stop of a thread costs ~0.12 MB for good (koffi's and sphinxbase's per-thread leftovers, malloc
+    // fragmentation: bench/README). Overlaps that keep coming (a hub's speakers) would repeat it every minute, so a
+    // thread needed again within ten idle periods of its stop waits twice as long the next time, up to an hour.
+    const base = this.idleStopMs;
+    slot.idleStopMs = performance.now() - slot.stoppedAt < 10 * (slot.idleStopMs || base) ? Math.min(IDLE_STOP_MAX_MS, 2 * (slot.idleStopMs || base)) : base;
     const w = startWorkerThread(import.meta.url, 'recognizerWorker', { ...this.data, options: { ...this.data.options, storyNames: this.storyNames } });
     slot.starts++;
     w.unref(); // idle decoding threads must not keep the process alive

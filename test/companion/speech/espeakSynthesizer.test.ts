@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EspeakSynthesizer, espeakVoiceSettings } from '../../../src/companion/speech/espeakSynthesizer.js';
 import type { SynthesisResult } from '../../../src/companion/speech/synthesizer.js';
 import { SpeechError } from '../../../src/companion/speech/speechError.js';
@@ -195,6 +195,77 @@ describe('EspeakSynthesizer lifecycle', () => {
       await s.close();
     }
   });
+});
+
+describe('EspeakSynthesizer bulk workers on demand (keepBulkWorkers: 0, as the companion runs it)', () => {
+  const gone = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  };
+  const voice = { language: 'en-us' };
+
+  it('replies use the realtime worker alone; bulk work starts the bulk workers, which stop once idle', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 2, realtimeWorkers: 1, keepBulkWorkers: 0, idleStopMs: 500 });
+    try {
+      await s.ready();
+      expect(s.workerPids('realtime')).toHaveLength(1);
+      expect(s.workerPids('bulk')).toEqual([]);
+      for (let i = 0; i < 3; i++) {
+        const r = await s.synthesize('Sure, the volume is now fifty percent.', voice, { lane: 'realtime', onAudio: () => {} });
+        expect(r.words).toHaveLength(7);
+      }
+      expect(s.workerPids('bulk')).toEqual([]);
+      let text = '';
+      while (text.length < 5000) text += 'A long narration for the story endpoint, sentence after sentence. ';
+      const long = await s.synthesize(text, voice, { lane: 'bulk', onAudio: () => {} });
+      expectWordContract(text, long);
+      const pids = s.workerPids('bulk');
+      expect(pids).toHaveLength(2);
+      await vi.waitFor(() => expect(pids.every(gone)).toBe(true), { timeout: 10_000, interval: 50 });
+      expect(s.workerPids('bulk')).toEqual([]);
+      // started again for the next bulk request
+      expect((await s.synthesize('once more', voice, { lane: 'bulk', onAudio: () => {} })).words).toHaveLength(2);
+      const again = s.workerPids('bulk');
+      expect(again.some((pid) => pids.includes(pid))).toBe(false);
+      // replies of many sentences, one after another, keep only the realtime worker busy: the bulk ones stop
+      let reply = '';
+      while (reply.length < 2000) reply += 'One more sentence of this reply. ';
+      let talked = false;
+      const talking = (async () => {
+        for (let i = 0; i < 20; i++) await s.synthesize(reply, voice, { lane: 'realtime', onAudio: () => {} });
+        talked = true;
+      })();
+      await vi.waitFor(() => expect(again.every(gone)).toBe(true), { timeout: 10_000, interval: 50 });
+      expect(talked).toBe(false); // stopped while the replies went on
+      await talking;
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it('a second reply is taken before the rest of a long one (no bulk worker started for it)', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 2, realtimeWorkers: 1, keepBulkWorkers: 0 });
+    try {
+      await s.ready();
+      let text = '';
+      while (text.length < 10000) text += 'This reply goes on for a while, sentence after sentence. ';
+      const order: string[] = [];
+      const first = s.synthesize(text, voice, { lane: 'realtime', onAudio: () => {} }).then(() => order.push('long'));
+      await new Promise((r) => setTimeout(r, 20));
+      const second = await s.synthesize('The time is ten past nine.', voice, { lane: 'realtime', onAudio: () => {} });
+      order.push('short');
+      await first;
+      expect(order).toEqual(['short', 'long']);
+      expect(second.words.map((w) => w.word)).toEqual(['The', 'time', 'is', 'ten', 'past', 'nine.']);
+      expect(s.workerPids('bulk')).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
 });
 
 describe('EspeakSynthesizer without a usable libespeak-ng', () => {

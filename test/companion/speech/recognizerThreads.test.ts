@@ -149,6 +149,30 @@ describe('ThreadedRecognizer', () => {
     expect(raced).toBeGreaterThan(0); // the race this test is about happened
   }, 120_000);
 
+  it('a thread needed again soon after its idle stop waits twice as long the next time; after a quiet spell, as set', async () => {
+    const elastic = new ThreadedRecognizer({ idleStopMs: 50 });
+    const overlapAndStop = async () => {
+      await Promise.all([elastic.recognize(speech('turn it up')), elastic.recognize(speech('stop'))]);
+      await vi.waitFor(() => expect(elastic.threadIds()).toHaveLength(1), { timeout: 10_000, interval: 10 });
+    };
+    try {
+      await elastic.warmUp();
+      expect(elastic.idleStopDelaysMs()).toEqual([50]);
+      await overlapAndStop(); // the first start: as set
+      expect(elastic.idleStopDelaysMs()).toEqual([50]);
+      await overlapAndStop(); // within 10 x 50 ms of the stop
+      expect(elastic.idleStopDelaysMs()).toEqual([100]);
+      await overlapAndStop();
+      expect(elastic.idleStopDelaysMs()).toEqual([200]);
+      await new Promise((r) => setTimeout(r, 2100)); // more than 10 x 200 ms
+      await overlapAndStop();
+      expect(elastic.idleStopDelaysMs()).toEqual([50]);
+      expect(elastic.threadStarts).toBe(5);
+    } finally {
+      await elastic.close();
+    }
+  }, 120_000);
+
   it('a crashed kept thread is started again for the next utterance; the extra one goes idle and stops', async () => {
     const elastic = new ThreadedRecognizer({ idleStopMs: 3000 });
     try {
