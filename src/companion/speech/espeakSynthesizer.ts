@@ -3,7 +3,7 @@
 // Why processes: espeak-ng has process-global state, and synthesis is CPU work (~0.15 ms per character)
 // that must never stall the companion's event loop, where live calls pace audio every 20 ms.
 // Lanes: 'realtime' work (assistant replies) has its own worker(s) so it never queues behind 'bulk' work
-// (REST synthesis, story narration), and it is taken first by any idle bulk worker too. Text is split at sentence ends into chunks; the chunks of a bulk request
+// (REST synthesis, story narration), and it is taken first by any idle kept bulk worker too. Text is split at sentence ends into chunks; the chunks of a bulk request
 // are spread over all bulk workers and re-assembled in order, so one long request uses every core and several
 // requests progress together. Abort drops pending chunks at once; a chunk already running (< ~0.1 s of CPU)
 // finishes in the worker and is discarded. A crashed or hung worker is replaced and its requests fail with
@@ -144,7 +144,8 @@ export class EspeakSynthesizer implements Synthesizer {
     if (bulk + realtime < 1) throw new SpeechError('INVALID_ARGUMENT', 'EspeakSynthesizer needs at least one worker');
     this.chunkTimeoutMs = opts.chunkTimeoutMs ?? 30_000;
     this.idleStopMs = opts.idleStopMs ?? 60_000;
-    const keepBulk = Math.max(0, opts.keepBulkWorkers ?? bulk);
+    // with no realtime worker, replies need a kept bulk worker (started ones take bulk work only)
+    const keepBulk = Math.max(realtime === 0 ? 1 : 0, opts.keepBulkWorkers ?? bulk);
     for (let i = 0; i < realtime; i++) this.workers.push(new Worker('realtime', true));
     for (let i = 0; i < bulk; i++) this.workers.push(new Worker('bulk', i < keepBulk));
     for (const w of this.workers) {
@@ -246,12 +247,24 @@ export class EspeakSynthesizer implements Synthesizer {
     if (this.closed) return;
     w.parked = false;
     w.ready = false;
-    // realtime: 60 ms espeak buffers for a fast first chunk; bulk: 500 ms, fewer callbacks and IPC messages
-    const child = fork(this.launch.modulePath, [w.lane === 'realtime' ? '60' : '500'], {
-      execArgv: this.launch.execArgv,
-      serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+    let child: ChildProcess;
+    try {
+      // realtime: 60 ms espeak buffers for a fast first chunk; bulk: 500 ms, fewer callbacks and IPC messages
+      child = fork(this.launch.modulePath, [w.lane === 'realtime' ? '60' : '500'], {
+        execArgv: this.launch.execArgv,
+        serialization: 'advanced',
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      });
+    } catch (err) {
+      // fork can throw (ENOMEM on a small board): what waits for this worker's lane fails, the worker can start later
+      if (!w.kept) w.parked = true;
+      else setTimeout(() => this.spawn(w), 2000).unref();
+      const lane = w.lane;
+      if (!this.workers.some((x) => x.ready && (x.lane === lane || lane === 'realtime'))) {
+        for (const r of [...this.queues[lane]]) this.fail(r, new SpeechError('TTS_FAILED', `espeak worker could not start: ${(err as Error).message}`));
+      }
+      return;
+    }
     w.child = child;
     // Below the event loop's priority: on a shared core, synthesis (which runs seconds ahead of playback) must
     // never delay the 20 ms frame pacer of live calls. Best effort (a pid may already be gone).
@@ -278,6 +291,10 @@ export class EspeakSynthesizer implements Synthesizer {
       w.job = null;
       if (job) this.jobFailed(job, new SpeechError('TTS_FAILED', `espeak worker exited (${sig ?? code}) while synthesizing`, { cause: stderr.trim() || undefined }));
       if (this.closed) return;
+      if (!w.kept && !this.bulkWaiting()) {
+        w.parked = true; // started again when bulk work comes
+        return;
+      }
       w.restarts++;
       if (this.startupError && !this.workers.some((x) => x.ready)) {
         // espeak cannot start at all (library or data missing): fail what waits instead of hanging it
@@ -371,8 +388,13 @@ export class EspeakSynthesizer implements Synthesizer {
     if (this.closed) return;
     // Bulk work waiting starts every parked worker (a long text is spread over all). Replies never do: one worker
     // synthesises ~6,000 characters a second, hundreds of calls' speech, and a reply waits at most for one chunk.
-    if (this.queues.bulk.some((r) => r.nextToStart < r.chunks.length)) for (const w of this.workers.filter((x) => x.parked)) this.spawn(w);
-    for (const w of this.workers) if (!w.kept && w.child && !w.job && !w.idleTimer) this.armIdleStop(w);
+    if (this.bulkWaiting()) for (const w of this.workers.filter((x) => x.parked)) this.spawn(w);
+    // counted from its ready (a slow start is no idleness) or its last chunk
+    for (const w of this.workers) if (!w.kept && w.ready && w.child && !w.job && !w.idleTimer) this.armIdleStop(w);
+  }
+
+  private bulkWaiting(): boolean {
+    return this.queues.bulk.some((r) => r.nextToStart < r.chunks.length);
   }
 
   /** Stops a worker beyond keepBulkWorkers once it has been idle for idleStopMs (since its last chunk, or start). */
@@ -380,7 +402,7 @@ export class EspeakSynthesizer implements Synthesizer {
     w.idleTimer = setTimeout(() => {
       w.idleTimer = undefined;
       const c = w.child;
-      if (this.closed || !c || w.job) return;
+      if (this.closed || !c || w.job || this.bulkWaiting()) return;
       w.child = null; // its exit is then no crash
       w.ready = false;
       w.parked = true;

@@ -245,6 +245,7 @@ export class ThreadedRecognizer implements Recognizer {
       markReady();
       if (slot.worker !== w) return;
       slot.worker = undefined;
+      slot.stoppedAt = -Infinity; // a restart after a crash is no sign of overlaps that keep coming
       const cause = this.fatal ?? err?.message ?? 'recognizer thread exited';
       for (const s of slot.streams.values()) s.fail(new SpeechError('RECOGNIZER_FAILED', `speech recognition thread failed: ${cause}`, { cause: err }));
       for (const waiter of slot.warmers.values()) waiter.reject(new SpeechError('RECOGNIZER_FAILED', `speech recognition thread failed: ${cause}`));

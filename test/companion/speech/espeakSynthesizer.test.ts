@@ -247,6 +247,33 @@ describe('EspeakSynthesizer bulk workers on demand (keepBulkWorkers: 0, as the c
     }
   }, 60_000);
 
+  it('regression: a bulk worker slower to start than idleStopMs was stopped before its work, and the request hung', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 2, realtimeWorkers: 1, keepBulkWorkers: 0, idleStopMs: 1 });
+    try {
+      await s.ready();
+      let text = '';
+      while (text.length < 2000) text += 'Each worker starts slower than a millisecond. ';
+      for (let i = 0; i < 3; i++) {
+        const r = await s.synthesize(text, voice, { lane: 'bulk', onAudio: () => {} });
+        expectWordContract(text, r);
+        await vi.waitFor(() => expect(s.workerPids('bulk')).toEqual([]), { timeout: 10_000, interval: 20 });
+      }
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it('with no realtime worker, one bulk worker is kept for replies whatever keepBulkWorkers says', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 2, realtimeWorkers: 0, keepBulkWorkers: 0 });
+    try {
+      await s.ready();
+      expect(s.workerPids('bulk')).toHaveLength(1);
+      expect((await s.synthesize('still answering', voice, { lane: 'realtime', onAudio: () => {} })).words).toHaveLength(2);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
   it('a second reply is taken before the rest of a long one (no bulk worker started for it)', async () => {
     const s = new EspeakSynthesizer({ bulkWorkers: 2, realtimeWorkers: 1, keepBulkWorkers: 0 });
     try {
