@@ -7,7 +7,10 @@
 //   - `companion serve` (the CLI bundle, its own process; one decoding thread kept loaded as shipped) at rest once
 //     its decoders are loaded (RSS settled), with the cache in its data directory;
 //   - the recogniser's threads (bench/recognizerThreadsMain.ts), one kept as shipped against two kept as before:
-//     RSS at rest, while two utterances overlap, and after the second thread's idle stop; each utterance's wait.
+//     RSS at rest, while two utterances overlap, and after the second thread's idle stop; each utterance's wait;
+//   - the companion's reply synthesis process (dist/espeakWorker.js) with its page-out of start-up code against
+//     without, three rounds alternating: PSS at rest and after a reply, the reply's first audio and the pages it
+//     read back from the disk.
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -64,13 +67,54 @@ function childrenOf(pid: number): number[] {
  *  'ready' (espeak loaded): what the first bulk request after an idle minute waits for beyond its synthesis. */
 async function espeakWorkerStartMs(): Promise<number> {
   const t0 = performance.now();
-  const child = fork(path.join(ROOT, 'dist/espeakWorker.js'), ['500'], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  const child = fork(path.join(ROOT, 'dist/espeakWorker.js'), ['500'], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
   try {
     await new Promise<void>((resolve, reject) => {
       child.once('message', (m: { type?: string }) => (m?.type === 'ready' ? resolve() : reject(new Error(`espeak worker: ${JSON.stringify(m)}`))));
       child.once('exit', (code) => reject(new Error(`espeak worker exited ${code}`)));
     });
     return performance.now() - t0;
+  } finally {
+    child.kill();
+  }
+}
+
+interface ReplyWorker {
+  restPss: number;
+  afterPss: number;
+  firstAudioMs: number;
+  majorFaults: number;
+}
+
+/** A reply synthesis process as the companion forks it (60 ms buffers; its page-out 1 s after start, or never):
+ *  PSS 3 s after its ready, then one reply's first audio, the pages the reply read from the disk (major faults), and
+ *  PSS after it. */
+async function replyWorker(pageOutMs: number): Promise<ReplyWorker> {
+  const child = fork(path.join(ROOT, 'dist/espeakWorker.js'), ['60', String(pageOutMs)], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  const majorFaults = () => Number(readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ')[9]);
+  const next = (type: string) =>
+    new Promise<void>((resolve, reject) => {
+      const on = (m: { type?: string }) => {
+        if (m?.type === type) {
+          child.off('message', on);
+          resolve();
+        } else if (m?.type === 'fatal' || m?.type === 'error') reject(new Error(`espeak worker: ${JSON.stringify(m)}`));
+      };
+      child.on('message', on);
+    });
+  try {
+    await next('ready');
+    await sleep(3000);
+    const restPss = pssMb(child.pid!);
+    const faults0 = majorFaults();
+    const t0 = performance.now();
+    const done = next('done');
+    const audio = next('audio');
+    child.send({ type: 'synth', job: 1, text: 'Sure, the volume is now fifty percent. Anything else?', voice: { name: 'en-us', rate: 175, pitch: 50, range: 50 } });
+    await audio;
+    const firstAudioMs = performance.now() - t0;
+    await done;
+    return { restPss, afterPss: pssMb(child.pid!), firstAudioMs, majorFaults: majorFaults() - faults0 };
   } finally {
     child.kill();
   }
@@ -87,8 +131,9 @@ async function companionAtRest(dataDir: string): Promise<{ rss: number; seconds:
       await sleep(1000);
       samples.push(rssMb(child.pid!));
       const last = samples.slice(-11);
-      // loaded: past the two language models (> 150 MB) and flat for 10 s
-      if (last.length === 11 && last[10] > 150 && Math.max(...last) - Math.min(...last) <= 1) break;
+      // loaded: past the two language models (> 150 MB) and flat for 10 s; past its reply worker's page-out (30 s
+      // after its start, at the worker's next 10 s tick)
+      if (last.length === 11 && last[10] > 150 && Math.max(...last) - Math.min(...last) <= 1 && performance.now() - t0 > 50_000) break;
     }
     const children = childrenOf(child.pid!);
     const childrenPss = children.reduce((a, pid) => a + pssMb(pid), 0);
@@ -141,6 +186,22 @@ export async function run(): Promise<BenchRow[]> {
       value: rest.childrenPss,
       unit: 'MB',
       note: `${rest.children} process(es) (before 2 Dec: 3, a realtime and 2 bulk workers); a bulk worker's start, fork to espeak loaded, which the first bulk request after an idle minute waits for: ${med(starts).toFixed(0)} ms (median of 3)`,
+    });
+    const paged: ReplyWorker[] = [];
+    const kept: ReplyWorker[] = [];
+    for (let i = 0; i < 3; i++) {
+      paged.push(await replyWorker(1000));
+      kept.push(await replyWorker(0));
+    }
+    const r = (xs: ReplyWorker[], k: keyof ReplyWorker) => med(xs.map((x) => x[k]));
+    rows.push({
+      issue: '-',
+      metric: 'the companion\'s reply synthesis process at rest, PSS: start-up code paged out against kept',
+      value: r(paged, 'restPss'),
+      unit: 'MB',
+      target: '< anchor',
+      pass: r(paged, 'restPss') < r(kept, 'restPss'),
+      note: `anchor ${r(kept, 'restPss').toFixed(1)} MB (ratio ${(r(paged, 'restPss') / r(kept, 'restPss')).toFixed(2)}); after a reply ${r(paged, 'afterPss').toFixed(1)} vs ${r(kept, 'afterPss').toFixed(1)} MB; that reply's first audio ${r(paged, 'firstAudioMs').toFixed(1)} vs ${r(kept, 'firstAudioMs').toFixed(1)} ms, pages read back from the disk ${r(paged, 'majorFaults')} vs ${r(kept, 'majorFaults')} (medians of 3 alternating)`,
     });
     const one: Threads[] = [];
     const two: Threads[] = [];

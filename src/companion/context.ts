@@ -34,12 +34,12 @@ export interface CompanionContext {
 
 /** The offline engines (espeak-ng synthesiser processes, pocketsphinx recogniser threads) from src/companion/speech.
  *  The recogniser keeps its language model's dictionary in `<dataDir>/pocketsphinx` between starts. */
-export async function createSpeechEngines(settings: Partial<Pick<CompanionSettings, 'dataDir' | 'recognizer'>> = {}): Promise<SpeechEngines> {
+export async function createSpeechEngines(settings: Partial<Pick<CompanionSettings, 'dataDir' | 'recognizer'>> = {}, logger?: Logger): Promise<SpeechEngines> {
   const { EspeakSynthesizer } = await import('./speech/espeakSynthesizer.js');
   const { ThreadedRecognizer } = await import('./speech/recognizerThreads.js');
   const cacheDir = settings.dataDir === undefined ? undefined : path.join(settings.dataDir, 'pocketsphinx');
   // no bulk synthesis worker kept while idle: a speaker's own companion mostly speaks replies (the realtime worker)
-  return { synthesizer: new EspeakSynthesizer({ keepBulkWorkers: 0 }), recognizer: new ThreadedRecognizer({ ...settings.recognizer, cacheDir }) };
+  return { synthesizer: new EspeakSynthesizer({ keepBulkWorkers: 0, logger }), recognizer: new ThreadedRecognizer({ ...settings.recognizer, cacheDir }) };
 }
 
 export function createTtsAdapter(settings: CompanionSettings, speech: SpeechEngines): TtsAdapter {
@@ -60,7 +60,7 @@ export async function createCompanionContext(
 ): Promise<CreatedContext> {
   const db = openDatabase(settings.dataDir);
   try {
-    const speech = opts.speech ?? (await createSpeechEngines(settings));
+    const speech = opts.speech ?? (await createSpeechEngines(settings, opts.logger));
     let base = settings.publicUrl ?? `http://${settings.host}:${settings.port}`;
     const signer = new UrlSigner(loadOrCreateSigningKey(settings.dataDir), base, settings.signedUrlTtlSeconds);
     const ctx: CompanionContext = {

@@ -14,7 +14,7 @@
 //
 // Calls are serialized (a set and its read-back must not interleave with another set) and run with execFile
 // (no shell) and LC_ALL=C so the output format is stable.
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { MixerError, type Mixer, type MixerState } from './mixer.js';
 
@@ -45,6 +45,8 @@ export class AmixerMixer implements Mixer {
   private readonly cardLabel: string;
   private readonly amixer: string;
   private readonly timeoutMs: number;
+  /** an amixer killed at its timeout that has not ended yet (stuck in the card's driver) */
+  private stuck: ChildProcess | undefined;
   /** the configured control: never replaced */
   private readonly control: string | undefined;
   /** the automatic choice, forgotten when the card no longer has it (another card now behind mixer.card) */
@@ -252,18 +254,32 @@ export class AmixerMixer implements Mixer {
 
   /** amixer with these card arguments; `card` names the card in errors */
   private amixerRun(cardArgs: string[], args: string[], card: string): Promise<string> {
+    if (this.stuck) {
+      // each call would leave one more process (and two descriptors) behind it
+      return Promise.reject(new MixerError('mixer_failed', `amixer of an earlier call is still stuck (pid ${this.stuck.pid}): the card's driver does not answer`));
+    }
     return new Promise((resolve, reject) => {
-      execFile(
+      const child = execFile(
         this.amixer,
         [...cardArgs, ...args],
-        { env: { ...process.env, LC_ALL: 'C' }, timeout: this.timeoutMs, encoding: 'utf8' },
+        { env: { ...process.env, LC_ALL: 'C' }, timeout: this.timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' },
         (err, stdout, stderr) => {
+          clearTimeout(stuckTimer);
           if (!err) return resolve(stdout);
           const e = this.classify(err, String(stderr ?? ''), args, card);
           (e as { stderr?: string }).stderr = String(stderr ?? '');
           reject(e);
         },
       );
+      // execFile answers once amixer has ended: one stuck in a wedged USB card's driver, which not even SIGKILL
+      // ends until the driver lets it, would hold every later volume command behind this one (not testable here)
+      const stuckTimer = setTimeout(() => {
+        this.stuck = child;
+        child.once('exit', () => {
+          if (this.stuck === child) this.stuck = undefined;
+        });
+        reject(new MixerError('mixer_failed', `amixer did not end within ${this.timeoutMs + 1000} ms, even killed: the card's driver does not answer`));
+      }, this.timeoutMs + 1000);
     });
   }
 

@@ -80,15 +80,20 @@ export async function synthesizeToMp3File(ctx: CompanionContext, job: SynthesisJ
     // the adapter tells its rate only with the audio: synthesise to WAV, then encode that file
     const wav = await synthesizeToPcmFile(ctx, job, { wav: false });
     const tempPath = ctx.audio.tempPath('.mp3');
+    let enc: Mp3Encoder | undefined;
+    let out: Promise<void> | undefined;
     try {
-      const enc = createMp3Encoder(wav.result.sampleRate);
-      const out = pipeline(enc.output, createWriteStream(tempPath, { mode: 0o600 }));
+      enc = createMp3Encoder(wav.result.sampleRate);
+      out = pipeline(enc.output, createWriteStream(tempPath, { mode: 0o600 }));
       for await (const chunk of createReadStream(wav.tempPath, { highWaterMark: 256 * 1024 })) {
         enc.write(bufferToPcm(chunk as Buffer));
       }
       await Promise.all([enc.end(), out]);
       return { tempPath, result: wav.result, pcmBytes: wav.pcmBytes };
     } catch (err) {
+      // a read of the WAV that failed (EIO, EMFILE) left ffmpeg waiting on its open input: one process a request
+      enc?.abort();
+      await out?.catch(() => {}); // settles once ffmpeg is gone (the file then written no more); reported below
       await fs.rm(tempPath, { force: true });
       throw new RestError('TTS_FAILED', 'MP3 encoding failed', { cause: err });
     } finally {

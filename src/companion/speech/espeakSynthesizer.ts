@@ -18,6 +18,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SynthesisLane, SynthesisResult, Synthesizer, SynthesizeOptions, VoiceParams } from './synthesizer.js';
 import type { EspeakVoiceSettings } from './espeakEngine.js';
 import { SpeechError } from './speechError.js';
+import { silentLogger, type Logger } from '../../common/logger.js';
 import { splitForSynthesis, WordTimingBuilder, type ChunkEvent } from './wordTimings.js';
 
 /** espeak-ng's output rate for its own (non-MBROLA) voices. */
@@ -34,6 +35,14 @@ export interface EspeakSynthesizerOptions {
   keepBulkWorkers?: number;
   /** a bulk worker beyond keepBulkWorkers stops after this long without a chunk (default 60 s) */
   idleStopMs?: number;
+  /** kept workers page out their start-up code this long after their start, between two chunks (espeakWorker.ts;
+   *  default 30 s, 0 = never) */
+  pageOutAfterMs?: number;
+  /** a worker not ready this long after its fork is killed and counted as a failed start (default 60 s: workers
+   *  start at their lane's nice value, slowly on a busy board) */
+  startTimeoutMs?: number;
+  /** where failed starts are reported (default: nowhere) */
+  logger?: Logger;
 }
 
 const LANGUAGE_ALIASES: Record<string, string> = { 'en-gb': 'en', 'en-uk': 'en', en_gb: 'en' };
@@ -98,6 +107,15 @@ class Worker {
   ready = false;
   job: Job | null = null;
   restarts = 0;
+  /** starts in a row that failed (no process, or it exited before its ready): the next try waits longer */
+  startFailures = 0;
+  /** why its process cannot start, as it said (its 'fatal': espeak's library or data missing) */
+  fatal: string | null = null;
+  /** why its last start failed (cleared by its ready) */
+  lastError: string | null = null;
+  /** after a failed start: a kept worker's next try; another's return to parked (not tried again at every pump(),
+   *  which runs at each message of the other workers) */
+  retryTimer: NodeJS.Timeout | undefined;
   /** not running, and started only when work needs it (a bulk worker beyond keepBulkWorkers) */
   parked = false;
   idleTimer: NodeJS.Timeout | undefined;
@@ -131,12 +149,14 @@ export class EspeakSynthesizer implements Synthesizer {
   private readonly jobs = new Map<number, Job>();
   private readonly chunkTimeoutMs: number;
   private readonly idleStopMs: number;
+  private readonly pageOutAfterMs: number;
+  private readonly startTimeoutMs: number;
   /** idle workers told to stop that have not exited yet (close() waits for them) */
   private readonly parking = new Set<ChildProcess>();
   private nextId = 1;
   private closed = false;
   private readonly launch = workerLaunch();
-  private startupError: string | null = null;
+  private readonly log: Logger;
 
   constructor(opts: EspeakSynthesizerOptions = {}) {
     const bulk = opts.bulkWorkers ?? Math.max(1, Math.min(2, availableParallelism()));
@@ -144,6 +164,9 @@ export class EspeakSynthesizer implements Synthesizer {
     if (bulk + realtime < 1) throw new SpeechError('INVALID_ARGUMENT', 'EspeakSynthesizer needs at least one worker');
     this.chunkTimeoutMs = opts.chunkTimeoutMs ?? 30_000;
     this.idleStopMs = opts.idleStopMs ?? 60_000;
+    this.pageOutAfterMs = opts.pageOutAfterMs ?? 30_000;
+    this.startTimeoutMs = opts.startTimeoutMs ?? 60_000;
+    this.log = opts.logger ?? silentLogger;
     // with no realtime worker, replies need a kept bulk worker (started ones take bulk work only)
     const keepBulk = Math.max(realtime === 0 ? 1 : 0, opts.keepBulkWorkers ?? bulk);
     for (let i = 0; i < realtime; i++) this.workers.push(new Worker('realtime', true));
@@ -154,11 +177,14 @@ export class EspeakSynthesizer implements Synthesizer {
     }
   }
 
-  /** Resolves once every started worker has loaded espeak (optional: synthesize() queues until a worker is ready). */
+  /** Resolves once every kept worker has loaded espeak; rejects with why one could not (optional: synthesize()
+   *  queues until a worker is ready). */
   async ready(timeoutMs = 15_000): Promise<void> {
     const t0 = Date.now();
-    while (!this.workers.every((w) => w.ready || w.parked)) {
-      if (this.startupError) throw new SpeechError('TTS_FAILED', `espeak worker failed to start: ${this.startupError}`);
+    const kept = this.workers.filter((w) => w.kept);
+    while (!kept.every((w) => w.ready)) {
+      const failed = kept.find((w) => w.lastError !== null);
+      if (failed) throw new SpeechError('TTS_FAILED', `espeak worker failed to start: ${failed.lastError}`);
       if (Date.now() - t0 > timeoutMs) throw new SpeechError('TTS_FAILED', 'espeak workers did not start in time');
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -179,9 +205,6 @@ export class EspeakSynthesizer implements Synthesizer {
       return Promise.reject(err);
     }
     if (opts.signal?.aborted) return Promise.reject(new SpeechError('ABORTED', 'synthesis aborted'));
-    if (this.startupError && !this.workers.some((w) => w.ready)) {
-      return Promise.reject(new SpeechError('TTS_FAILED', `espeak is not available: ${this.startupError}`));
-    }
     return new Promise<SynthesisResult>((resolve, reject) => {
       const lane = opts.lane ?? 'bulk';
       // white space only: nothing to say, so no audio at all (espeak would render a short silence)
@@ -212,6 +235,7 @@ export class EspeakSynthesizer implements Synthesizer {
         return;
       }
       this.queues[lane].push(req);
+      if (!this.workers.some((w) => this.canServe(w, lane) && (w.ready || w.child))) this.retryNow(lane);
       this.pump();
     });
   }
@@ -227,6 +251,7 @@ export class EspeakSynthesizer implements Synthesizer {
     const children = [...this.parking];
     for (const w of this.workers) {
       clearTimeout(w.idleTimer);
+      clearTimeout(w.retryTimer);
       if (w.child) children.push(w.child);
       w.child = null;
     }
@@ -234,10 +259,11 @@ export class EspeakSynthesizer implements Synthesizer {
       children.map(
         (c) =>
           new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            if (c.pid === undefined || c.exitCode !== null || c.signalCode !== null) return resolve(); // never started, or gone
             c.once('exit', () => resolve());
             c.kill('SIGTERM');
             setTimeout(() => c.kill('SIGKILL'), 2000).unref();
+            setTimeout(resolve, 5000).unref(); // one stuck in the kernel (a dead disk) is left to it
           }),
       ),
     );
@@ -250,19 +276,14 @@ export class EspeakSynthesizer implements Synthesizer {
     let child: ChildProcess;
     try {
       // realtime: 60 ms espeak buffers for a fast first chunk; bulk: 500 ms, fewer callbacks and IPC messages
-      child = fork(this.launch.modulePath, [w.lane === 'realtime' ? '60' : '500'], {
+      // started ones stop after a minute idle: paging out what they will never run again would not pay
+      child = fork(this.launch.modulePath, [w.lane === 'realtime' ? '60' : '500', String(w.kept ? this.pageOutAfterMs : 0)], {
         execArgv: this.launch.execArgv,
         serialization: 'advanced',
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       });
     } catch (err) {
-      // fork can throw (ENOMEM on a small board): what waits for this worker's lane fails, the worker can start later
-      if (!w.kept) w.parked = true;
-      else setTimeout(() => this.spawn(w), 2000).unref();
-      const lane = w.lane;
-      if (!this.workers.some((x) => x.ready && (x.lane === lane || lane === 'realtime'))) {
-        for (const r of [...this.queues[lane]]) this.fail(r, new SpeechError('TTS_FAILED', `espeak worker could not start: ${(err as Error).message}`));
-      }
+      this.spawnFailed(w, err as Error); // ENOMEM, E2BIG: node throws these
       return;
     }
     w.child = child;
@@ -279,33 +300,102 @@ export class EspeakSynthesizer implements Synthesizer {
     child.stderr?.on('data', (b: Buffer) => {
       if (stderr.length < 4096) stderr += b.toString();
     });
+    // hung in its start (a library's init, a stalled disk): killed and let go at once (a process stuck in the
+    // kernel ends only when the kernel lets it; close() waits for it a while)
+    const startTimer = setTimeout(() => {
+      if (w.child !== child || w.ready) return;
+      w.child = null;
+      this.parking.add(child);
+      child.once('exit', () => this.parking.delete(child));
+      child.kill('SIGKILL');
+      this.spawnFailed(w, new Error(`not ready within ${this.startTimeoutMs} ms`));
+    }, this.startTimeoutMs).unref();
+    child.once('exit', () => clearTimeout(startTimer));
     child.on('message', (msg: WorkerMessage) => this.onMessage(w, child, msg));
-    child.on('error', () => {
-      /* reported through 'exit' */
+    child.on('error', (err) => {
+      // A process that never started (EAGAIN under the unit's TasksMax, EMFILE, ENOENT): node reports it here and
+      // never emits 'exit'. Any other error (a send or kill that failed) is followed by the exit handler's report.
+      if (child.pid !== undefined || w.child !== child) return;
+      clearTimeout(startTimer);
+      w.child = null;
+      this.spawnFailed(w, err);
     });
     child.on('exit', (code, sig) => {
       if (w.child !== child) return; // replaced or closed
+      const started = w.ready;
       w.child = null;
       w.ready = false;
       const job = w.job;
       w.job = null;
       if (job) this.jobFailed(job, new SpeechError('TTS_FAILED', `espeak worker exited (${sig ?? code}) while synthesizing`, { cause: stderr.trim() || undefined }));
       if (this.closed) return;
+      if (!started) {
+        // died in its start: espeak's library or data missing (its 'fatal'), its init crashed, the OOM killer. Its
+        // stderr is read to the end first ('close'; a moment at most).
+        const fatal = w.fatal;
+        w.fatal = null;
+        let reported = false;
+        const report = () => {
+          if (reported) return;
+          reported = true;
+          const said = errorLine(stderr);
+          this.spawnFailed(w, new Error(fatal ?? `exited (${sig ?? code}) before it was ready${said ? `: ${said}` : ''}`), fatal !== null);
+        };
+        child.once('close', report);
+        setTimeout(report, 500).unref();
+        return;
+      }
       if (!w.kept && !this.bulkWaiting()) {
         w.parked = true; // started again when bulk work comes
         return;
       }
       w.restarts++;
-      if (this.startupError && !this.workers.some((x) => x.ready)) {
-        // espeak cannot start at all (library or data missing): fail what waits instead of hanging it
-        for (const lane of ['realtime', 'bulk'] as const) {
-          for (const r of [...this.queues[lane]]) this.fail(r, new SpeechError('TTS_FAILED', `espeak is not available: ${this.startupError}`));
-        }
-        if (w.restarts > 5) return; // crash loop at start-up: stop retrying
-      }
       // back off a little when crashing repeatedly
       setTimeout(() => this.spawn(w), Math.min(2000, 50 * 2 ** Math.min(w.restarts, 5))).unref();
     });
+  }
+
+  /** A worker did not start (no process; it exited, or hung, before its ready): what waits for a lane that no
+   *  worker ready or starting can take fails now (a small board out of memory or processes, espeak missing: the
+   *  caller hears an error, not silence). A kept worker tries again in 2 s (after five failures in a row, 30 s;
+   *  when espeak itself said it cannot start, 10 minutes), or at once for a request no worker can take
+   *  (retryNow); another is parked again after 2 s, to start when bulk work needs it. */
+  private spawnFailed(w: Worker, err: Error, espeakSaidSo = false): void {
+    w.ready = false;
+    if (this.closed) return;
+    w.startFailures++;
+    w.lastError = err.message;
+    this.log.warn({ lane: w.lane, failures: w.startFailures, err: err.message }, 'espeak worker could not start');
+    const delay = !w.kept ? 2000 : espeakSaidSo ? 600_000 : w.startFailures > 5 ? 30_000 : 2000;
+    w.retryTimer = setTimeout(() => {
+      w.retryTimer = undefined;
+      if (w.kept) return this.spawn(w);
+      w.parked = true;
+      this.pump();
+    }, delay).unref();
+    for (const lane of ['realtime', 'bulk'] as const) {
+      if (this.workers.some((x) => this.canServe(x, lane) && (x.ready || x.child))) continue;
+      for (const r of [...this.queues[lane]]) this.fail(r, new SpeechError('TTS_FAILED', `espeak worker could not start: ${err.message}`));
+    }
+  }
+
+  /** A request no worker ready or starting can take: the workers of its lane waiting to try their start again try
+   *  now (memory may be free again, a package installed); the request waits for that start, or fails with it. */
+  private retryNow(lane: SynthesisLane): void {
+    for (const w of this.workers) {
+      if (!w.retryTimer || !this.canServe(w, lane)) continue;
+      clearTimeout(w.retryTimer);
+      w.retryTimer = undefined;
+      if (w.kept) this.spawn(w);
+      else w.parked = true; // pump() starts it for bulk work
+    }
+  }
+
+  /** Whether w takes work of this lane. Replies: the realtime workers and any kept one (a bulk worker started for
+   *  bulk work takes none: replies, which come all through a conversation, would keep it from its idle stop).
+   *  Bulk work: the bulk workers, or any when there are none. */
+  private canServe(w: Worker, lane: SynthesisLane): boolean {
+    return lane === 'realtime' ? w.kept || w.lane === 'realtime' : w.lane === 'bulk' || !this.workers.some((x) => x.lane === 'bulk');
   }
 
   private onMessage(w: Worker, child: ChildProcess, msg: WorkerMessage): void {
@@ -313,16 +403,19 @@ export class EspeakSynthesizer implements Synthesizer {
     switch (msg.type) {
       case 'ready':
         if (msg.sampleRate !== this.sampleRate) {
-          this.startupError = `espeak reports ${msg.sampleRate} Hz, expected ${this.sampleRate}`;
+          w.fatal = `espeak reports ${msg.sampleRate} Hz, expected ${this.sampleRate}`;
           child.kill();
           return;
         }
+        if (w.startFailures > 0) this.log.info({ lane: w.lane, failures: w.startFailures }, 'espeak worker started again');
         w.ready = true;
         w.restarts = 0;
+        w.startFailures = 0;
+        w.lastError = null;
         this.pump();
         return;
       case 'fatal':
-        this.startupError = msg.message;
+        w.fatal = msg.message;
         return;
       case 'audio': {
         const job = this.jobs.get(msg.job);
@@ -356,12 +449,7 @@ export class EspeakSynthesizer implements Synthesizer {
   private pump(): void {
     for (const w of this.workers) {
       if (!w.ready || w.job || !w.child) continue;
-      // realtime work may use any idle kept worker (a bulk worker started for bulk work only: replies, which come
-      // all through a conversation, would keep it from its idle stop); bulk work uses bulk workers (or any, when
-      // no bulk workers exist)
-      const bulkAllowed = w.lane === 'bulk' || !this.workers.some((x) => x.lane === 'bulk');
-      const realtimeAllowed = w.kept || w.lane === 'realtime';
-      const queue = realtimeAllowed && this.queues.realtime.length > 0 ? this.queues.realtime : bulkAllowed ? this.queues.bulk : null;
+      const queue = this.canServe(w, 'realtime') && this.queues.realtime.length > 0 ? this.queues.realtime : this.canServe(w, 'bulk') ? this.queues.bulk : null;
       // a reply not started yet goes first (its listener waits for its first audio; the chunks after a reply's
       // first are needed only as it plays), then the oldest
       const req = (queue === this.queues.realtime ? queue.find((r) => r.nextToStart === 0) : undefined) ?? queue?.find((r) => r.nextToStart < r.chunks.length);
@@ -479,6 +567,12 @@ export class EspeakSynthesizer implements Synthesizer {
     }
     req.reject(err);
   }
+}
+
+/** The line of a node process's stderr that says what went wrong (its last line is node's version). */
+function errorLine(stderr: string): string | undefined {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  return (lines.find((l) => /^(\w*Error\b|FATAL|Assertion)/.test(l)) ?? lines.pop())?.slice(0, 200);
 }
 
 type WorkerMessage =

@@ -228,6 +228,31 @@ exec amixer -D default "$@"
   });
 });
 
+describe('AmixerMixer when amixer does not answer (FakeAmixerStuck: a card wedged in its driver cannot exist here)', () => {
+  // Until the file "unstuck" exists, amixer ignores SIGTERM and sleeps (exec: the ignored signal stays ignored);
+  // then it is the real amixer on the virtual card. Not tested: a process stuck in a driver, which not even
+  // SIGKILL ends (the mixer's own timer and its refusal to start more while one is stuck).
+  const dir = mkdtempSync(path.join(tmpdir(), 'stuck-amixer-'));
+  const amixerPath = path.join(dir, 'amixer');
+  const unstuck = path.join(dir, 'unstuck');
+  writeFileSync(amixerPath, `#!/bin/sh\nif [ -e ${unstuck} ]; then exec amixer "$@"; fi\ntrap '' TERM\nexec sleep 30\n`);
+  chmodSync(amixerPath, 0o755);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('regression: an amixer that ignored the timeout\'s SIGTERM held the call and every volume command queued behind it; now it is killed at its timeout and the next one works', async () => {
+    const m = new AmixerMixer({ control: VIRTUAL.mixerControl, amixerPath, timeoutMs: 300 });
+    const t0 = Date.now();
+    const first = m.get();
+    const queued = m.setVolume(45);
+    // killed by the timeout itself (execFile's error), not let go by the mixer's later timer
+    await expectMixerError(first, 'mixer_failed', /^amixer did not answer within 300 ms/);
+    await expectMixerError(queued, 'mixer_failed', /^amixer did not answer within 300 ms/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    writeFileSync(unstuck, '');
+    expect(await m.setVolume(46)).toEqual({ volumePercent: 46, muted: false });
+  });
+});
+
 describe('amixer output parser', () => {
   it('parses a Pi PCM control: mono, dB, switch', () => {
     const [pcm] = parseScontents(fixture('pi-headphones-pcm.txt'));

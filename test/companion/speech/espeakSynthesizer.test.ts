@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EspeakSynthesizer, espeakVoiceSettings } from '../../../src/companion/speech/espeakSynthesizer.js';
@@ -295,17 +296,131 @@ describe('EspeakSynthesizer bulk workers on demand (keepBulkWorkers: 0, as the c
   }, 60_000);
 });
 
+describe('EspeakSynthesizer kept workers page out their start-up code', () => {
+  const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+
+  it('the reply worker hands its start-up code back once idle and still speaks; a started bulk worker keeps it', async () => {
+    const s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 1, keepBulkWorkers: 0, pageOutAfterMs: 500 });
+    try {
+      await s.ready();
+      const [reply] = s.workerPids('realtime');
+      const before = rssKb(reply);
+      await vi.waitFor(() => expect(rssKb(reply)).toBeLessThan(before * 0.6), { timeout: 10_000, interval: 100 });
+      const r = await s.synthesize('Sure, the volume is now fifty percent.', { language: 'en-us' }, { lane: 'realtime', onAudio: () => {} });
+      expect(r.words).toHaveLength(7);
+      expect(rssKb(reply)).toBeLessThan(before * 0.6); // what the reply ran came back, page by page
+      await s.synthesize('a story for the bulk worker', { language: 'en-us' }, { lane: 'bulk', onAudio: () => {} });
+      const [bulk] = s.workerPids('bulk');
+      const started = rssKb(bulk);
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(rssKb(bulk)).toBeGreaterThan(started * 0.8);
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
+});
+
+// Real failures of real worker processes, made on purpose: an environment too large for execve (E2BIG, which node
+// throws from fork, as it does ENOMEM on a board out of memory); a node binary that is not there (ENOENT, which
+// node reports as an 'error' event and never an 'exit', as it does EAGAIN when the unit's TasksMax is reached); a
+// process that exits before its ready (NODE_OPTIONS naming a missing module: as the OOM killer or a crash in
+// espeak's init would end it); one that never gets ready (a preloaded module that blocks: a stalled disk).
+describe('EspeakSynthesizer when its worker processes cannot start', () => {
+  const voice = { language: 'en-us' };
+  const env = (name: string, value: string) => {
+    const saved = process.env[name];
+    process.env[name] = value;
+    return () => {
+      if (saved === undefined) delete process.env[name];
+      else process.env[name] = saved;
+    };
+  };
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'espeak-start-'));
+    writeFileSync(path.join(dir, 'hang.cjs'), 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);\n');
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const faults = {
+    'fork throws (E2BIG)': {
+      inject: () => env('SPEAKER_AGENT_TEST_E2BIG', 'x'.repeat(200_000)), // above execve's 128 KiB a string
+      error: /E2BIG/,
+      startTimeoutMs: undefined,
+      withinMs: 15_000,
+    },
+    'regression: the process never starts (ENOENT), so no exit came and the requests hung': {
+      inject: () => {
+        const saved = process.execPath;
+        process.execPath = '/nonexistent/node-for-this-test';
+        return () => {
+          process.execPath = saved;
+        };
+      },
+      error: /ENOENT/,
+      startTimeoutMs: undefined,
+      withinMs: 15_000,
+    },
+    'regression: the process exits before its ready, so it was started again and again and the requests hung': {
+      inject: () => env('NODE_OPTIONS', '--require=/nonexistent/preload-for-this-test.cjs'),
+      error: /exited \(\d+\) before it was ready: Error: Cannot find module/,
+      startTimeoutMs: undefined,
+      withinMs: 15_000,
+    },
+    'regression: the process never gets ready, and the requests hung': {
+      inject: () => env('NODE_OPTIONS', `--require=${path.join(dir, 'hang.cjs')}`),
+      error: /not ready within 4000 ms/,
+      startTimeoutMs: 4000, // the starts after it too: slow ones are killed, and waitFor below tries again
+      withinMs: 3 * 4000 + 5000, // each of the three requests waits for one start
+    },
+  };
+
+  it.each(Object.keys(faults) as (keyof typeof faults)[])('%s: requests fail with TTS_FAILED, and synthesis works again once processes start', async (name) => {
+    const fault = faults[name];
+    const restore = fault.inject();
+    let s: EspeakSynthesizer | undefined;
+    try {
+      s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 1, keepBulkWorkers: 0, startTimeoutMs: fault.startTimeoutMs });
+      const t0 = Date.now();
+      const failed = expect.objectContaining({ code: 'TTS_FAILED', message: expect.stringMatching(fault.error) });
+      // a request waiting for the start, one made after it failed (its start tried again for it), and bulk work
+      const waiting = s.synthesize('is anyone there', voice, { lane: 'realtime', onAudio: () => {} });
+      await expect(waiting).rejects.toEqual(failed);
+      await expect(s.synthesize('anyone at all', voice, { lane: 'realtime', onAudio: () => {} })).rejects.toEqual(failed);
+      await expect(s.synthesize('a story', voice, { lane: 'bulk', onAudio: () => {} })).rejects.toEqual(failed);
+      expect(Date.now() - t0).toBeLessThan(fault.withinMs); // the starts' failures or timeouts, not a hang
+    } finally {
+      restore();
+    }
+    try {
+      // the kept worker starts at its next try, or for a request (one made while a doomed start still runs fails
+      // with it); the bulk one when bulk work comes
+      await vi.waitFor(async () => expect((await s!.synthesize('here again', voice, { lane: 'realtime', onAudio: () => {} })).words).toHaveLength(2), { timeout: 20_000, interval: 100 });
+      await vi.waitFor(async () => expect((await s!.synthesize('and the story', voice, { lane: 'bulk', onAudio: () => {} })).words).toHaveLength(3), { timeout: 20_000, interval: 100 });
+      expect(s.workerPids('realtime')).toHaveLength(1);
+      expect(s.workerPids('bulk')).toHaveLength(1);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+});
+
 describe('EspeakSynthesizer without a usable libespeak-ng', () => {
-  it('rejects with TTS_FAILED instead of hanging', async () => {
+  // the second: one lane's work on the other lane's worker (regression: only the failed worker's own lane failed)
+  it.each([
+    { bulkWorkers: 1, realtimeWorkers: 0 },
+    { bulkWorkers: 0, realtimeWorkers: 1 },
+  ])('rejects with TTS_FAILED instead of hanging, on both lanes (%o)', async (workers) => {
     const saved = process.env.SPEAKER_AGENT_ESPEAK_LIB;
     process.env.SPEAKER_AGENT_ESPEAK_LIB = 'libespeak-ng-does-not-exist.so.9';
-    const s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 0 });
+    const s = new EspeakSynthesizer(workers);
     try {
-      await expect(s.ready()).rejects.toMatchObject({ code: 'TTS_FAILED' });
-      await expect(s.synthesize('hello', { language: 'en-us' }, { onAudio: () => {} })).rejects.toMatchObject({
-        code: 'TTS_FAILED',
-        message: expect.stringMatching(/not available/),
-      });
+      await expect(s.ready()).rejects.toMatchObject({ code: 'TTS_FAILED', message: expect.stringMatching(/failed to start: .*shared library/) });
+      for (const lane of ['bulk', 'realtime'] as const) {
+        await expect(s.synthesize('hello', { language: 'en-us' }, { lane, onAudio: () => {} })).rejects.toMatchObject({
+          code: 'TTS_FAILED',
+          message: expect.stringMatching(/could not start: .*shared library/),
+        });
+      }
     } finally {
       if (saved === undefined) delete process.env.SPEAKER_AGENT_ESPEAK_LIB;
       else process.env.SPEAKER_AGENT_ESPEAK_LIB = saved;
