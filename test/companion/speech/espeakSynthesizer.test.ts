@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -400,6 +400,42 @@ describe('EspeakSynthesizer when its worker processes cannot start', () => {
       expect(s.workerPids('bulk')).toHaveLength(1);
     } finally {
       await s.close();
+    }
+  }, 60_000);
+});
+
+describe('EspeakSynthesizer when the companion is killed', () => {
+  it('its worker processes end with it when it is killed (SIGKILL, a crash: no close()): nothing of theirs keeps them alive without their channel', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'espeak-orphans-'));
+    const script = path.join(dir, 'owner.mts');
+    const module = path.resolve(import.meta.dirname, '../../../src/companion/speech/espeakSynthesizer.ts');
+    writeFileSync(script, `import { EspeakSynthesizer } from ${JSON.stringify(module)};\nconst s = new EspeakSynthesizer({ bulkWorkers: 1, realtimeWorkers: 1 });\nawait s.ready();\nconsole.log(JSON.stringify(s.workerPids()));\nsetInterval(() => {}, 1000);\n`);
+    const owner = spawn(process.execPath, ['--import', 'tsx', script], { cwd: path.resolve(import.meta.dirname, '../../..'), stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        owner.stdout!.on('data', (b: Buffer) => {
+          out += b.toString();
+          if (out.includes('\n')) resolve(out.trim());
+        });
+        owner.once('exit', (code) => reject(new Error(`owner exited ${code}`)));
+      });
+      const pids = JSON.parse(line) as number[];
+      expect(pids).toHaveLength(2);
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect(pids.every(alive)).toBe(true);
+      owner.kill('SIGKILL');
+      await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 10_000, interval: 100 });
+    } finally {
+      owner.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });
