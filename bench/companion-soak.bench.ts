@@ -4,9 +4,11 @@
 // command ("set the volume to forty percent", or fifty); the companion recognises it, calls set_device_volume on
 // the device and answers aloud. Sampled every 30 s, both processes: anonymous memory growth after BENCH_SOAK_WARM_MIN
 // (default 20), descriptors and threads (bench/call-soak.bench.ts has the agent against a scripted peer, both Nodes).
+// Also the companion's kept reply synthesis process (espeakWorker, its realtime lane), which lives beside the agent
+// on a speaker as long as the companion does: its memory keeper is meant to hold it flat.
 // Recognition is pocketsphinx on synthetic speech, so a command may be misheard: the row counts the commands
 // carried out and passes at 80 %; the soak's point is the memory.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,7 +35,8 @@ export async function run(): Promise<BenchRow[]> {
   const companionLog = path.join(dir, 'companion.log');
   let companion: CliCompanion | undefined;
   let agent: AgentProc | undefined;
-  const samples: { agent: Sample[]; companion: Sample[] } = { agent: [], companion: [] };
+  const samples: { agent: Sample[]; companion: Sample[]; reply: Sample[] } = { agent: [], companion: [], reply: [] };
+  const replyPids = new Set<number>();
   let rounds = 0;
   let heard = 0;
   let done = 0;
@@ -53,6 +56,9 @@ export async function run(): Promise<BenchRow[]> {
         const sample = sampleOf(pids[who], t0);
         if (sample) samples[who].push(sample);
       }
+      const reply = replyWorker(pids.companion);
+      const sample = reply === undefined ? undefined : sampleOf(reply, t0);
+      if (sample) (replyPids.add(reply!), samples.reply.push(sample));
     }, SAMPLE_MS);
     try {
       while (performance.now() - t0 < minutes * 60_000) {
@@ -83,8 +89,17 @@ export async function run(): Promise<BenchRow[]> {
     { issue: '-', metric: 'companion soak: rounds heard / commands carried out', value: done, unit: `of ${rounds}`, target: '>= 80 %, one call', pass: done >= rounds * 0.8 && calls === 1, note: `wake word heard ${heard} of ${rounds}; calls ${calls}${endings.length ? ` (${endings.join('; ')})` : ''}` },
     ...growthRows(`companion soak, agent (wake), one call`, samples.agent, warmMin, minutes),
     ...growthRows(`companion soak, companion serve`, samples.companion, warmMin, minutes),
+    ...growthRows(`companion soak, its reply synthesis process${replyPids.size > 1 ? ` (${replyPids.size} processes: it was replaced)` : ''}`, samples.reply, warmMin, minutes),
     keeperRow(companionLog, samples.companion, warmMin),
   ];
+}
+
+/** The companion's kept reply synthesis process: its child running espeakWorker with the realtime lane's argument
+ *  (60 ms buffers; a bulk worker gets 500). Looked up at every sample, since a crashed one is replaced. */
+function replyWorker(companionPid: number): number | undefined {
+  const found = spawnSync('pgrep', ['-P', String(companionPid), '-f', 'espeakWorker[^ ]* 60( |$)'], { encoding: 'utf8' });
+  const pids = found.stdout.split('\n').filter(Boolean).map(Number);
+  return pids.length === 1 ? pids[0] : undefined;
 }
 
 /** The companion's memory keeper (src/cli/commands/companion.ts): it collects and trims once resident memory has

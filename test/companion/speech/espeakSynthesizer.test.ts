@@ -24,6 +24,16 @@ async function speak(text: string, lane: 'realtime' | 'bulk' = 'bulk') {
   return { result, chunks, pcm: concatPcm(...chunks) };
 }
 
+/** Whether a process still exists (signal 0 only checks). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function expectWordContract(text: string, r: SynthesisResult) {
   const words = text.split(/\s+/).filter(Boolean);
   expect(r.words.map((w) => w.word)).toEqual(words);
@@ -199,14 +209,6 @@ describe('EspeakSynthesizer lifecycle', () => {
 });
 
 describe('EspeakSynthesizer bulk workers on demand (keepBulkWorkers: 0, as the companion runs it)', () => {
-  const gone = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return false;
-    } catch {
-      return true;
-    }
-  };
   const voice = { language: 'en-us' };
 
   it('replies use the realtime worker alone; bulk work starts the bulk workers, which stop once idle', async () => {
@@ -226,7 +228,7 @@ describe('EspeakSynthesizer bulk workers on demand (keepBulkWorkers: 0, as the c
       expectWordContract(text, long);
       const pids = s.workerPids('bulk');
       expect(pids).toHaveLength(2);
-      await vi.waitFor(() => expect(pids.every(gone)).toBe(true), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 10_000, interval: 50 });
       expect(s.workerPids('bulk')).toEqual([]);
       // started again for the next bulk request
       expect((await s.synthesize('once more', voice, { lane: 'bulk', onAudio: () => {} })).words).toHaveLength(2);
@@ -240,7 +242,7 @@ describe('EspeakSynthesizer bulk workers on demand (keepBulkWorkers: 0, as the c
         for (let i = 0; i < 20; i++) await s.synthesize(reply, voice, { lane: 'realtime', onAudio: () => {} });
         talked = true;
       })();
-      await vi.waitFor(() => expect(again.every(gone)).toBe(true), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(() => expect(again.filter(alive)).toEqual([]), { timeout: 10_000, interval: 50 });
       expect(talked).toBe(false); // stopped while the replies went on
       await talking;
     } finally {
@@ -422,14 +424,6 @@ describe('EspeakSynthesizer when the companion is killed', () => {
       });
       const pids = JSON.parse(line) as number[];
       expect(pids).toHaveLength(2);
-      const alive = (pid: number) => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
       expect(pids.every(alive)).toBe(true);
       owner.kill('SIGKILL');
       await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), { timeout: 10_000, interval: 100 });
