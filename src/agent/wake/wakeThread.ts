@@ -13,13 +13,41 @@ const BATCH = 960;
 /** nice value of the spotting thread: below the event loop, but not SCHED_IDLE (a wake must not wait for idle) */
 export const WAKE_NICE = 10;
 
-/** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start. */
-export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string; memory?: WakeWorkerData['memory'] }): Promise<WakeThread> {
+/** A start (models read, ONNX Runtime or pocketsphinx set up) not done by then is given up. A Pi 3 reading its
+ *  models from a slow SD card takes seconds; a start that never ends is a read that never returns (a model on a
+ *  dead card or a lost network mount) or a library wedged while loading: the speaker would stay deaf to its wake
+ *  word, `status` saying `loading`, with nothing in the log. */
+export const WAKE_START_TIMEOUT_MS = 120_000;
+/** Threads given up while starting that have not ended yet. A given-up thread is asked to stop (it does once its
+ *  start completes) but not terminated: terminate() inside a native call can abort the whole process
+ *  (workerThread.ts). One more start is tried beside a stuck one (a wedge may be a race); with two stuck, none
+ *  more is started until one ends, so a read that never returns cannot pile up threads on a small board. */
+const MAX_LEFT_STARTING = 2;
+const leftStarting = new Set<Worker>();
+
+/** How many given-up starts are still alive (status, tests). */
+export function wakeStartsLeftBehind(): number {
+  return leftStarting.size;
+}
+
+/** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start, and with an
+ *  `audio` error when it has not started within `startTimeoutMs` (WAKE_START_TIMEOUT_MS). */
+export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string; memory?: WakeWorkerData['memory']; startTimeoutMs?: number }): Promise<WakeThread> {
+  if (leftStarting.size >= MAX_LEFT_STARTING) {
+    throw new AgentError('audio', `wake word engine: ${leftStarting.size} earlier starts never finished and are still running (a model file that cannot be read?); none more is started until one ends, or the agent is restarted`);
+  }
   const stopFlag = new Int32Array(new SharedArrayBuffer(4));
   const data: WakeWorkerData = { spotter, nice: WAKE_NICE, memory: o.memory, stopFlag };
   const worker = startWorkerThread(import.meta.url, 'wakeWorker', data);
   worker.unref();
+  const timeoutMs = o.startTimeoutMs ?? WAKE_START_TIMEOUT_MS;
+  let timedOut = false;
   await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      done();
+      timedOut = true;
+      reject(new AgentError('audio', `wake word engine did not start within ${Math.round(timeoutMs / 1000)} s (its models unreadable? a stuck storage device?)`));
+    }, timeoutMs);
     const onMsg = (m: { type: string; code?: AgentErrorCode; message?: string }): void => {
       if (m.type === 'ready') done(), resolve();
       else if (m.type === 'fatal') done(), reject(new AgentError(m.code ?? 'audio', m.message ?? 'wake word engine failed to start'));
@@ -33,6 +61,7 @@ export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logge
       reject(new AgentError('audio', `wake word engine thread failed: ${err.message}`, { cause: err }));
     };
     const done = (): void => {
+      clearTimeout(timer);
       worker.off('message', onMsg);
       worker.off('exit', onExit);
       worker.off('error', onError);
@@ -41,7 +70,17 @@ export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logge
     worker.once('exit', onExit);
     worker.once('error', onError);
   }).catch(async (err) => {
-    await worker.terminate();
+    if (timedOut) {
+      // given up, not terminated (see MAX_LEFT_STARTING): the queued 'stop' ends it once its start completes
+      leftStarting.add(worker);
+      worker.on('error', (e) => o.logger.warn({ err: e.message }, 'wake word engine: a start given up failed late'));
+      worker.once('exit', () => {
+        leftStarting.delete(worker);
+        o.logger.info({ stillLeft: leftStarting.size }, 'wake word engine: a start given up has ended');
+      });
+      Atomics.store(stopFlag, 0, 1);
+      worker.postMessage({ type: 'stop' });
+    } else await worker.terminate();
     throw err;
   });
   return new WakeThread(worker, o.logger, spotter.phrase, o.engine, stopFlag);

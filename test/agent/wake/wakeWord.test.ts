@@ -1,10 +1,15 @@
 // The wake word engine with real pocketsphinx in its worker thread, on held-out voices and texts of the wake test
 // set (test/support/wakeCorpus.ts): voices and texts the thresholds were not chosen on.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../../src/common/logger.js';
 import { AgentError } from '../../../src/agent/errors.js';
 import { openPocketsphinxWake, sensitivityToSearch } from '../../../src/agent/wake/pocketsphinxWake.js';
-import { startWakeThread, type WakeThread } from '../../../src/agent/wake/wakeThread.js';
+import { startWakeThread, wakeStartsLeftBehind, type WakeThread } from '../../../src/agent/wake/wakeThread.js';
+import { phraseModelFor } from '../../../src/agent/wake/openWakeWord.js';
 import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, openWakeWordEngine, type WakeEvent } from '../../../src/agent/wake/wakeWord.js';
 import { HELDOUT_VOICES, nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
 import { FRAME, feedAsCapture as feed, runClips } from '../../support/wakeFeed.js';
@@ -171,6 +176,41 @@ describe('wake word engine: errors and lifecycle', () => {
     for (let m = 0; m < 5; m++) for (let i = 0; i + FRAME <= minute.length; i += FRAME) e.feed(minute.subarray(i, i + FRAME), BigInt(m * 60 + i));
     await e.close();
     expect(await exitCode, 'the thread\'s exit code (1: terminated)').toBe(0);
+  }, 60_000);
+
+  it('a start that never ends is given up after its timeout; with two stuck no third thread starts; each ends once its read returns', async () => {
+    // The phrase model is a FIFO no one writes: ONNX Runtime's read of it blocks in the kernel, as a read from a
+    // dead SD card or a lost network mount would (before: the start was awaited for ever, the speaker deaf to its
+    // wake word with `status` saying loading and nothing logged).
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'wake-stuck-'));
+    const fifo = path.join(dir, 'stuck.onnx');
+    execFileSync('mkfifo', [fifo]);
+    const spotter = { kind: 'openwakeword' as const, phrase: 'hey jarvis', model: fifo, threshold: 0.5 };
+    const start = () => startWakeThread(spotter, { logger: silentLogger, engine: 'openwakeword', startTimeoutMs: 3000 });
+    try {
+      for (const left of [1, 2]) {
+        await expect(start()).rejects.toMatchObject({ code: 'audio', message: expect.stringMatching(/did not start within 3 s/) });
+        expect(wakeStartsLeftBehind()).toBe(left);
+      }
+      const t0 = performance.now();
+      await expect(start()).rejects.toMatchObject({ code: 'audio', message: expect.stringMatching(/2 earlier starts never finished/) });
+      expect(performance.now() - t0, 'refused at once, no third thread waited for').toBeLessThan(1000);
+      // the reads return (end of file: not a model); each given-up thread fails its start and ends
+      await vi.waitFor(
+        () => {
+          try {
+            closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)); // ENXIO while no reader waits
+          } catch {}
+          expect(wakeStartsLeftBehind()).toBe(0);
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+      const engine = await startWakeThread({ ...spotter, model: phraseModelFor('hey jarvis')! }, { logger: silentLogger, engine: 'openwakeword' });
+      expect(engine.threadId).toBeGreaterThan(0);
+      await engine.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it('close() ends the decoding thread; feeding afterwards is a no-op', async () => {
