@@ -100,6 +100,12 @@ export async function startCompanionServer(settings: CompanionSettings, opts: St
       logController: new LogController({ disableRequestLogging: true }), // logged below, without headers
       bodyLimit: 1024 * 1024, // JSON bodies; the multipart upload has its own limit (maxUploadBytes)
       forceCloseConnections: true,
+      // a body that stops coming is not waited for (settings.requestTimeoutMs). Node looks at its connections every
+      // `connectionsCheckingInterval` (30 s by default: at most a quarter of the timeout here), and takes the
+      // smaller of the two timeouts for the headers, the larger for the whole request: its headersTimeout (60 s)
+      // must not exceed the request's, or a shorter requestTimeout became 60 s.
+      requestTimeout: settings.requestTimeoutMs,
+      http: { connectionsCheckingInterval: Math.min(30_000, Math.ceil(settings.requestTimeoutMs / 4)), headersTimeout: Math.min(60_000, settings.requestTimeoutMs) },
       return503OnClosing: true,
       // Path parameters as long as a request line can be (headers are capped at 16 KiB): a route answers a long
       // voice_id or slug with the spec's own code (INVALID_VOICE_ID, STORY_NOT_FOUND), where fastify's default of

@@ -53,6 +53,11 @@ export const CompanionSettingsSchema = z.object({
   signedUrlTtlSeconds: withEnv(z._default(z.coercedInt(1, 86_400), 300), 'SPEAKER_AGENT_COMPANION_SIGNED_URL_TTL', 'signed audio URL lifetime in seconds (default 300)'),
   /** largest accepted clone upload (and JSON body); bigger requests get 413 PAYLOAD_TOO_LARGE */
   maxUploadBytes: withEnv(z._default(z.coercedInt(1024, 512 * 1024 * 1024), 20 * 1024 * 1024), 'SPEAKER_AGENT_COMPANION_MAX_UPLOAD_BYTES', 'largest clone upload in bytes (default 20 MiB)'),
+  /** a request not received whole in this time is answered 408 REQUEST_TIMEOUT and its connection closed: a
+   *  device that lost power or Wi-Fi halfway through an upload sends no FIN, and its socket, open temp file and
+   *  half-written upload were held for ever (fastify's default is no limit). 300 s, Node's own default, carries a
+   *  20 MiB clone upload at ~0.6 Mbit/s. */
+  requestTimeoutMs: withEnv(z._default(z.coercedInt(1_000, 3_600_000), 300_000), 'SPEAKER_AGENT_COMPANION_REQUEST_TIMEOUT_MS', 'a request not received whole in this many ms gets 408 (default 300000)'),
   /** open: a new client id with a valid workspace key enrolls its secret (trust on first use);
    *  closed: only clients already known (enrolled earlier, or re-enabled by `client reset`) are accepted */
   enrollment: withEnv(z._default(z.enum(['open', 'closed']), 'open'), 'SPEAKER_AGENT_COMPANION_ENROLLMENT', 'open (trust on first use) or closed'),

@@ -2,6 +2,7 @@
 // simultaneous first requests of one device over HTTP.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CompanionAdmin } from '../../src/companion/admin.js';
@@ -9,7 +10,7 @@ import { startCompanionServer } from '../../src/companion/server.js';
 import { loadCompanionSettings } from '../../src/companion/settings.js';
 import { createLogger } from '../../src/common/logger.js';
 import { deviceHeaders } from '../../src/protocol/headers.js';
-import { api, newDevice, restError, tempDataDir } from './helpers.js';
+import { api, newDevice, restError, startTestCompanion, tempDataDir } from './helpers.js';
 
 let dataDir: string;
 afterEach(() => {
@@ -101,6 +102,40 @@ describe('companion server', () => {
       await server.close();
     }
   });
+
+  it('regression: an upload whose body stops coming (a device that lost power mid-upload: no FIN) gets 408 REQUEST_TIMEOUT, and its socket and temp file are let go', async () => {
+    // before: fastify's default is no request timeout, so the handler waited in its pipeline for ever, holding
+    // the socket, an open file and a half-written upload in <dataDir>/tmp
+    const t = await startTestCompanion({ requestTimeoutMs: 1500 });
+    dataDir = t.dataDir;
+    try {
+      const d = newDevice(t.key);
+      expect((await api(t.server.url, 'GET', '/v1/app/voices', { device: d })).status).toBe(200);
+      const { port } = new URL(t.server.url);
+      const boundary = 'stalledupload';
+      const head = `--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nMy voice\r\n--${boundary}\r\nContent-Disposition: form-data; name="audio_file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`;
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let answer = '';
+      socket.on('data', (b) => (answer += b.toString('latin1')));
+      const closed = new Promise<void>((r) => socket.on('close', () => r()));
+      const t0 = performance.now();
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      const headers = Object.entries(d.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      socket.write(`POST /v1/app/voices/clone HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 1000000\r\n\r\n`);
+      socket.write(head + 'RIFF'.padEnd(4096, '\0')); // the file has begun to arrive, and then nothing more
+      await expect.poll(() => readdirSync(path.join(t.dataDir, 'tmp')).length, { timeout: 5_000 }).toBe(1);
+      await closed;
+      const waited = performance.now() - t0;
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ detail: { error: expect.any(String), code: 'REQUEST_TIMEOUT' } });
+      expect(waited).toBeGreaterThanOrEqual(1400);
+      expect(waited).toBeLessThan(10_000);
+      await expect.poll(() => readdirSync(path.join(t.dataDir, 'tmp')), { timeout: 5_000 }).toEqual([]);
+      expect((await api(t.server.url, 'GET', '/v1/app/voices', { device: d })).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  }, 30_000);
 
   it('a port already in use is a clear error and leaves the running server alone', async () => {
     dataDir = tempDataDir();

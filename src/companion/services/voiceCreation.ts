@@ -59,7 +59,9 @@ export async function cloneVoice(ctx: CompanionContext, device: AuthenticatedDev
   }
   let decoded;
   try {
-    decoded = await decodeToPcm(input.uploadPath, { sampleRate: CLONE_RATE, signal: input.signal });
+    // decoded no further than the longest accepted sample: a small file can hold hours (a 72 KB FLAC of silence
+    // held 10 h, 1.15 GB of PCM buffered twice) and declare no duration for the probe above (a WebM from a browser)
+    decoded = await decodeToPcm(input.uploadPath, { sampleRate: CLONE_RATE, signal: input.signal, maxDurationSec: CLONE_MAX_SECONDS + CLONE_DURATION_TOLERANCE_SECONDS });
   } catch (err) {
     if (isSpeechError(err, 'EMPTY_AUDIO')) throw new RestError('EMPTY_AUDIO', 'audio_file contains no audio', { cause: err });
     if (isSpeechError(err, 'INVALID_AUDIO')) throw new RestError('INVALID_AUDIO', 'audio_file is not audio the server can decode', { cause: err });
@@ -70,7 +72,8 @@ export async function cloneVoice(ctx: CompanionContext, device: AuthenticatedDev
     throw new RestError('AUDIO_TOO_SHORT', `the sample lasts ${seconds.toFixed(1)} s; at least ${CLONE_MIN_SECONDS} s are needed`);
   }
   if (seconds > CLONE_MAX_SECONDS + CLONE_DURATION_TOLERANCE_SECONDS) {
-    throw new RestError('AUDIO_TOO_LONG', `the sample lasts ${seconds.toFixed(1)} s; at most ${CLONE_MAX_SECONDS} s are accepted`);
+    // decodeToPcm stopped half a second past the limit: the sample is at least that long, its length unknown
+    throw new RestError('AUDIO_TOO_LONG', `the sample lasts more than ${(CLONE_MAX_SECONDS + CLONE_DURATION_TOLERANCE_SECONDS).toFixed(1)} s; at most ${CLONE_MAX_SECONDS} s are accepted`);
   }
 
   let transcript: string;

@@ -1,6 +1,7 @@
 // POST /v1/app/voices/clone with real uploads: speech synthesised by espeak-ng, cut and encoded by ffmpeg
 // into every common format, sent as multipart through real HTTP.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeWav } from '../../../src/common/audio/wav.js';
@@ -78,6 +79,17 @@ describe('POST /v1/app/voices/clone', () => {
     expect(restError(r)).toEqual([400, 'AUDIO_TOO_LONG']);
     expect(r.json.detail.error).toContain('120.0 s');
   });
+
+  it('regression: an hour in a small file (640 KB of FLAC silence, under the size that is probed) is refused without decoding the hour', async () => {
+    // before: decoded whole, 115 MB of PCM buffered twice (a 72 KB FLAC held 10 h: 1.15 GB, out of memory on a
+    // 1 GB board), then refused with "the sample lasts 3600.0 s"
+    const hour = path.join(dir, 'hour.flac');
+    execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'anullsrc=r=16000:cl=mono', '-t', '3600', '-c:a', 'flac', hour]);
+    expect(statSync(hour).size).toBeLessThan(1024 * 1024);
+    const r = await clone(a1, form(hour));
+    expect(restError(r)).toEqual([400, 'AUDIO_TOO_LONG']);
+    expect(r.json.detail.error).toMatch(/lasts more than \d+\.\d s; at most 30 s/);
+  }, CLONE_TIMEOUT_MS);
 
   it('EMPTY_AUDIO for an empty or missing file, INVALID_AUDIO for a file that is not audio', async () => {
     const empty = path.join(dir, 'empty.wav');
