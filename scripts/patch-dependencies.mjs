@@ -492,6 +492,55 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
+      'A TURN allocation that completes after the connection closed is closed: the connect timeout (or SIGTERM) ' +
+      'aborts the gathering while it waits on a slow relay and closes the peer connection; werift closed the ' +
+      'protocols the ICE connection had and went on waiting, and an allocation that succeeded afterwards was added ' +
+      'to the closed connection, in no list anything closes again: its socket stayed open and its refresh loop ' +
+      'renewed the allocation on the relay (against the user\'s quota there) for as long as the process ran, one per ' +
+      'slow call attempt. close() sets the state "closed" before anything it awaits; the gathering\'s "completed" ' +
+      'comes only after this promise settles (test/agent/transport/turnLateAllocation.test.ts, against coturn).',
+    from:
+      '        this.ensureProtocol(protocol);\n' +
+      '        this.protocols.push(protocol);\n' +
+      '        const candidateAddress = protocol.turn.relayedAddress;\n',
+    to:
+      '        if (this.state === "closed") { // speaker-agent patch: a TURN allocation made after the connection closed is closed\n' +
+      '          await protocol.close().catch(() => void 0);\n' +
+      '          return;\n' +
+      '        }\n' +
+      '        this.ensureProtocol(protocol); this.protocols.push(protocol);\n' +
+      '        const candidateAddress = protocol.turn.relayedAddress;\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
+      'A closed TURN allocation\'s refresh loop ends at once: close() cancels it, but the loop looked at that only ' +
+      'after its sleep, 5/6 of the allocation\'s lifetime (500 s from most relays), keeping a timer and the whole ' +
+      'client alive that long after every relayed call, and then sent a Refresh into the closed transport. The ' +
+      'cancel now ends the sleep (timers/promises takes an AbortSignal; the loop\'s rejection is swallowed by ' +
+      'werift\'s cancelable, as before).',
+    from:
+      '      onCancel.once(() => {\n' +
+      '        run = false;\n' +
+      '      });\n' +
+      '      while (run) {\n' +
+      '        const delay = 5 / 6 * exp * 1e3;\n' +
+      '        log21("refresh delay", delay, { exp });\n' +
+      '        await setTimeout4(delay);\n',
+    to:
+      '      const speakerAgentSleep = new AbortController(); // speaker-agent patch: close() ends the refresh loop\'s sleep\n' +
+      '      onCancel.once(() => {\n' +
+      '        run = false;\n' +
+      '        speakerAgentSleep.abort();\n' +
+      '      });\n' +
+      '      while (run) {\n' +
+      '        const delay = 5 / 6 * exp * 1e3;\n' +
+      '        log21("refresh delay", delay, { exp });\n' +
+      '        await setTimeout4(delay, void 0, { signal: speakerAgentSleep.signal });\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
       'TURN channel refreshes on the monotonic clock: werift stamps when a TURN channel is next due for its ' +
       'ChannelBind refresh (every 500 s; the server forgets a channel 600 s after its last bind) in wall-clock ' +
       'seconds. A board without a real-time clock steps its wall clock when NTP syncs; a step back of more than ' +
