@@ -458,13 +458,13 @@ export class SpeakerAgent extends EventEmitter {
     this.scheduleWakeReload(err.message, true);
   }
 
-  /** The next load of the wake word engine: after 1 s, doubling to 60 s while loads or runs keep failing; an
-   *  engine that ran for a minute before it failed starts the count again. Logged in full for the first five tries
-   *  and whenever the reason changes (a board without its model would otherwise log 1,440 lines a day). */
+  /** The next load of the wake word engine, after wakeReloadDelayMs; an engine that ran for a minute before it
+   *  failed starts the count again. Logged in full for the first five tries and whenever the reason changes (a
+   *  board without its model would otherwise log a line at every try). */
   private scheduleWakeReload(reason: string, afterRun: boolean): void {
     const l = this.deps.settings.listening;
     this.wakeRestarts = afterRun && performance.now() - this.wakeEngineSince > 60_000 ? 1 : this.wakeRestarts + 1;
-    const delayMs = Math.min(60_000, 1_000 * 2 ** Math.min(6, this.wakeRestarts - 1));
+    const delayMs = wakeReloadDelayMs(this.wakeRestarts);
     this.wakeStatus = { phrase: l.wakePhrase, engine: 'loading', error: reason };
     const what = afterRun ? 'wake word engine failed: loading it again' : 'the wake word engine did not load: trying again (until then only `speaker-agent listen` opens the microphone)';
     if (this.wakeRestarts <= 5 || reason !== this.wakeLastReason) this.log.warn({ err: reason, restartInMs: delayMs, attempt: this.wakeRestarts }, what);
@@ -692,4 +692,14 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/** How long before the `attempt`th load in a row of the wake word engine (1 = the first after a failure): 1 s,
+ *  doubling while loads keep failing, to an hour from the 13th (68 minutes in). Each try starts a thread that loads
+ *  koffi and pocketsphinx, and each leaves memory behind for good (measured, 2 Dec: 150 starts failing on a missing
+ *  acoustic model, RSS 97.6 -> 103.7 MB after the first 25, ~50 KB a start): at the old ceiling of 60 s, a speaker
+ *  whose engine can never load tried 1,440 times a day (~70 MB a day); now 24 times. A transient cause (a model
+ *  unreadable for a moment, a library installed later) is still retried within the hour. */
+export function wakeReloadDelayMs(attempt: number): number {
+  return Math.min(3_600_000, 1_000 * 2 ** Math.min(12, Math.max(0, attempt - 1)));
 }

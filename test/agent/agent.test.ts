@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SpeakerAgent, type SpeakerAgentDeps } from '../../src/agent/agent.js';
+import { SpeakerAgent, wakeReloadDelayMs, type SpeakerAgentDeps } from '../../src/agent/agent.js';
 import { startStatusServer, type StatusServer } from '../../src/agent/statusServer.js';
 import { AgentError } from '../../src/agent/errors.js';
 import { writeMicMuted } from '../../src/agent/micMute.js';
@@ -208,6 +208,19 @@ describe('SpeakerAgent', () => {
     await until(() => agent!.listeningStatus().wakeWord.engine === 'ready', 4_000, 'the engine loaded again');
     expect(loads).toHaveLength(3);
     expect(lines.some((l) => l.includes('the wake word engine did not load: trying again') && l.includes('"restartInMs":2000'))).toBe(true);
+  });
+
+  it('regression: a wake word engine that can never load is tried 24 times a day, not 1,440 (each try\'s thread leaves ~50 KB behind: ~70 MB a day at the old 60 s ceiling)', () => {
+    const tries = (ms: number) => {
+      let n = 0;
+      for (let t = 0; t <= ms; t += wakeReloadDelayMs(n + 1)) n++;
+      return n;
+    };
+    expect([1, 2, 3, 7].map(wakeReloadDelayMs)).toEqual([1_000, 2_000, 4_000, 64_000]); // quick at first: a transient cause
+    expect(wakeReloadDelayMs(13)).toBe(3_600_000);
+    expect(wakeReloadDelayMs(10_000)).toBe(3_600_000);
+    const day = 24 * 3_600_000;
+    expect(tries(2 * day) - tries(day)).toBe(24);
   });
 
   it('regression: stop() waits for a wake word engine still loading, which closes itself (the process exiting under a loading thread aborted it)', async () => {

@@ -8,6 +8,10 @@
 //     so it never starts an utterance, and the noise floor then adapts up to it.
 // speech_start after minSpeechMs of speech-like frames (short gaps tolerated); speech_end once hangoverMs
 // pass without a speech-like frame, so pauses between words do not end the utterance.
+// A steady voiced sound (a fridge's or transformer's hum with harmonics, music, TV) is speech-like too, and as the
+// floor does not learn from speech it would be one utterance for as long as it lasts. The caller bounds an
+// utterance (IncomingAudio's maximum length) and then calls learnNoiseFloor(): the sound that filled a whole
+// utterance becomes the floor, so it does not start the next one, and a voice 10 dB above it still does.
 
 export type VadEvent = 'speech_start' | 'speech_end';
 
@@ -43,6 +47,8 @@ export class VoiceActivityDetector {
   private dc = 0;
   private noiseFloorDb = -60;
   private floorInitialised = false;
+  /** mean power of the last ~second (normalised to full scale 1), for learnNoiseFloor() */
+  private recentPower = 0;
   private speakingNow = false;
   private candidateMs = 0; // speech-like time accumulated before speech_start
   private gapMs = 0; // time since the last speech-like frame
@@ -77,6 +83,20 @@ export class VoiceActivityDetector {
     this.candidateMs = this.gapMs = 0;
   }
 
+  /** Forgets speech in progress (as reset(), no speech_end) and takes the level of the last second as the noise
+   *  floor, never lowering it: for a sound that went on for a whole maximum-length utterance. It then starts no
+   *  utterance while it stays at that level; louder speech (SNR_DB above it) does, and once the sound stops the floor
+   *  falls back to the room's within a few frames (it falls fast). */
+  learnNoiseFloor(): void {
+    this.reset();
+    if (this.recentPower > 0) this.noiseFloorDb = Math.max(this.noiseFloorDb, 10 * Math.log10(this.recentPower));
+  }
+
+  /** the current noise floor (dBFS), for diagnostics and tests */
+  get noiseFloorDbfs(): number {
+    return this.noiseFloorDb;
+  }
+
   process(frame: Int16Array): VadEvent | null {
     const n = frame.length;
     if (n === 0) return null;
@@ -107,6 +127,8 @@ export class VoiceActivityDetector {
     const rms = Math.sqrt(sum / n);
     const level = rms > 0 ? 20 * Math.log10(rms / 32768) : -120;
     this.lastLevelDbfs = level;
+    const power = (rms / 32768) ** 2;
+    this.recentPower = this.floorInitialised ? this.recentPower + (power - this.recentPower) * Math.min(1, frameMs / 1000) : power;
 
     const loud = level > this.minLevel && level > this.noiseFloorDb + SNR_DB;
     const voicing = loud && newSamples > 0 ? this.voicing() : 0;

@@ -2,6 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { VoiceActivityDetector } from '../../../src/companion/speech/vad.js';
 import { concatPcm, fliteSpeech, frames, trimSilence, whiteNoise } from './speechFixtures.js';
 
+/** A fridge-like hum: 100 Hz and five harmonics at `dbfs` RMS (voiced, so speech-like to the detector). */
+function harmonicHum(samples: number, dbfs: number, rate: number): Int16Array {
+  const amps = [1, 0.6, 0.45, 0.3, 0.2, 0.12];
+  const raw = new Float64Array(samples);
+  let power = 0;
+  for (let i = 0; i < samples; i++) {
+    let v = 0;
+    for (let h = 0; h < amps.length; h++) v += amps[h] * Math.sin((2 * Math.PI * 100 * (h + 1) * i) / rate + h);
+    raw[i] = v;
+    power += v * v;
+  }
+  const gain = (32768 * 10 ** (dbfs / 20)) / Math.sqrt(power / samples);
+  return Int16Array.from(raw, (v) => Math.round(v * gain));
+}
+
 function run(vad: VoiceActivityDetector, pcm: Int16Array, frameSamples: number) {
   const events: { event: string; ms: number }[] = [];
   let ms = 0;
@@ -63,6 +78,36 @@ describe('VoiceActivityDetector', () => {
     expect(vad.speaking).toBe(true);
     vad.reset();
     expect(vad.speaking).toBe(false);
+  });
+
+  it('learnNoiseFloor() after a steady hum that was speech to it: the hum starts nothing more, louder speech over it does, and the floor falls back once it stops', () => {
+    const rate = 48000;
+    const vad = new VoiceActivityDetector({ sampleRate: rate });
+    const hum = harmonicHum(rate * 20, -23, rate);
+    // the premise: after room noise, the hum is speech (and, the floor not learning from speech, never ends)
+    run(vad, whiteNoise(rate * 2, 0.003, 5), 960);
+    expect(run(vad, hum.subarray(0, rate * 5), 960).map((e) => e.event)).toEqual(['speech_start']);
+    expect(vad.speaking).toBe(true);
+    // what IncomingAudio does at its maximum utterance length
+    vad.learnNoiseFloor();
+    expect(vad.speaking).toBe(false);
+    expect(vad.noiseFloorDbfs).toBeGreaterThan(-24);
+    expect(vad.noiseFloorDbfs).toBeLessThan(-22);
+    expect(run(vad, hum.subarray(rate * 5, rate * 15), 960)).toEqual([]);
+    // a command ~10 dB above the hum, spoken over it: one utterance, ended by its silence (the hum)
+    const speech = trimSilence(fliteSpeech('turn the volume up', rate, 'slt'), rate);
+    const over = Int16Array.from(hum.subarray(rate * 15, rate * 20));
+    for (let i = 0; i < speech.length; i++) over[rate + i] = Math.max(-32768, Math.min(32767, over[rate + i] + speech[i]));
+    const events = run(vad, over, 960);
+    expect(events.map((e) => e.event)).toEqual(['speech_start', 'speech_end']);
+    expect(events[0].ms).toBeGreaterThan(1000);
+    expect(events[0].ms).toBeLessThan(1300);
+    expect(events[1].ms).toBeLessThan(1000 + (speech.length * 1000) / rate + 600);
+    // the hum stops: the floor is the room's again within a few frames, and quieter speech is heard
+    run(vad, whiteNoise(rate / 5, 0.003, 6), 960);
+    expect(vad.noiseFloorDbfs).toBeLessThan(-45);
+    const quiet = Int16Array.from(speech, (x) => Math.round(x * 0.1)); // ~-33 dBFS
+    expect(run(vad, concatPcm(quiet, new Int16Array(rate)), 960).map((e) => e.event)).toEqual(['speech_start', 'speech_end']);
   });
 
   it('rejects an unusable sample rate with a clear error', () => {
