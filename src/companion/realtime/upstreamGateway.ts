@@ -80,7 +80,14 @@ export class UpstreamGateway {
       const why = (err as Error).name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (err as Error).message;
       throw new UpstreamError('upstream_unavailable', `cannot reach the upstream ${this.base} (${path}): ${why}`, { cause: err });
     }
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      // the headers came, the body did not (a reset, the timeout mid-body): the upstream's fault, as above, not ours
+      const why = (err as Error).name === 'TimeoutError' ? `not whole within ${this.o.timeoutMs} ms` : (err as Error).message;
+      throw new UpstreamError('upstream_unavailable', `the upstream's answer to ${path} was cut off: ${why}`, { cause: err });
+    }
     if (!res.ok) {
       throw new UpstreamError('upstream_unavailable', `the upstream refused ${path}: HTTP ${res.status} ${upstreamMessage(text, [bearer, this.o.apiKey])}`);
     }

@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpeakerAgent } from '../../../src/agent/agent.js';
@@ -153,9 +155,22 @@ describe('companion gateway to a stand-in upstream, with a real agent', () => {
 });
 
 describe('gateway refusals', () => {
-  it('an unreachable upstream, a wrong API key and an unset key variable: 500 upstream_unavailable, no key in the message', async () => {
+  const after: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const f of after) await f();
+  });
+  it('an unreachable upstream, a wrong API key, an unset key variable and an answer cut off mid-body: 500 upstream_unavailable, no key in the message', async () => {
+    // the last: headers, then the connection reset (before: 500 server_error, logged as an internal fault)
+    const cutOff = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"value":"ek_');
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    await new Promise<void>((r) => cutOff.listen(0, '127.0.0.1', () => r()));
+    after.push(() => new Promise<void>((r) => cutOff.close(() => r())));
     const cases: Array<{ url: string; keyVar: string; expect: RegExp }> = [
       { url: 'http://127.0.0.1:9', keyVar: KEY_VAR, expect: /cannot reach the upstream/ },
+      { url: `http://127.0.0.1:${(cutOff.address() as AddressInfo).port}`, keyVar: KEY_VAR, expect: /the upstream's answer to \/v1\/realtime\/client_secrets was cut off/ },
       { url: upstream.url, keyVar: 'TEST_GATEWAY_WRONG_KEY', expect: /HTTP 401 Incorrect API key provided\. \(invalid_api_key\)/ },
       { url: upstream.url, keyVar: 'TEST_GATEWAY_UNSET_KEY', expect: /TEST_GATEWAY_UNSET_KEY is not set/ },
     ];
