@@ -30,6 +30,11 @@ import { WebrtcTransport } from './transport/webrtcTransport.js';
 /** how far before the end of a wake word its start lies, about (flite's "hey jarvis" is 0.7-0.9 s long): the
  *  speaker heard anywhere in it makes the wake word suspect (onWake) */
 const WAKE_PHRASE_SPAN_MS = 1_000;
+/** The wake thread's backlog when fed live (WakeWordOptions.maxBacklogMs): further behind, audio is dropped rather
+ *  than queued without a bound (~100 KB a second behind). Its delay is 0.1-0.35 s here (README, issue #16). */
+const WAKE_BACKLOG_MS = 3_000;
+/** A wake event later than this after the end of its phrase is ignored (onWake). */
+const WAKE_TOO_LATE_MS = 5_000;
 
 export type AgentState = 'connecting' | 'connected' | 'backoff' | 'stopped';
 
@@ -421,7 +426,7 @@ export class SpeakerAgent extends EventEmitter {
     const l = this.deps.settings.listening;
     const factory = this.deps.wakeEngineFactory ?? openWakeWordEngine;
     try {
-      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: this.log });
+      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: this.log, maxBacklogMs: WAKE_BACKLOG_MS });
       if (!this.loop) {
         await engine.close();
         return;
@@ -480,7 +485,16 @@ export class SpeakerAgent extends EventEmitter {
 
   private onWake(e: WakeEvent): void {
     // how long after the end of the wake word it was heard (the engine's delay): the pre-roll covers it
-    this.log.info({ phrase: e.phrase, score: e.score, heardAfterMs: Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6) }, 'wake word heard');
+    const heardAfterMs = Math.round(Number(process.hrtime.bigint() - e.endedAtNs) / 1e6);
+    this.log.info({ phrase: e.phrase, score: e.score, heardAfterMs }, 'wake word heard');
+    if (heardAfterMs > WAKE_TOO_LATE_MS) {
+      // An engine that fell far behind (a stall of its thread): the microphone would open on the room long after
+      // anyone asked, with an earcon nobody waits for any more (before the backlog's bound, minutes late). The
+      // user says it again; the log says why. A wake a second or two late still opens it: the user who waits
+      // for the earcon then speaks.
+      this.log.warn({ heardAfterMs, maxMs: WAKE_TOO_LATE_MS }, 'wake word ignored: heard too late (the engine is behind)');
+      return;
+    }
     if (this.micMuted) return;
     if (this.listening.state === 'offline') {
       this.earcon('unreachable');

@@ -19,7 +19,7 @@ import { generateIdentity } from '../../src/agent/identity.js';
 import { AmixerMixer } from '../../src/agent/mixer/amixerMixer.js';
 import type { ReconnectContext } from '../../src/agent/reconnectPolicy.js';
 import { parseSettings } from '../../src/agent/settings.js';
-import type { WakeWordEngine } from '../../src/agent/wake/wakeEngine.js';
+import type { WakeEvent, WakeWordEngine } from '../../src/agent/wake/wakeEngine.js';
 import { createLogger } from '../../src/common/logger.js';
 import { runCli } from '../support/cli.js';
 import { ScriptedTransport } from '../support/scriptedTransport.js';
@@ -208,6 +208,28 @@ describe('SpeakerAgent', () => {
     await until(() => agent!.listeningStatus().wakeWord.engine === 'ready', 4_000, 'the engine loaded again');
     expect(loads).toHaveLength(3);
     expect(lines.some((l) => l.includes('the wake word engine did not load: trying again') && l.includes('"restartInMs":2000'))).toBe(true);
+  });
+
+  // FakeWakeEngine again: an engine seconds behind (a board too slow for it) cannot be made on demand here.
+  it('regression: a wake word heard seconds after it was said (an engine behind) opened the microphone on the room then; it is ignored, and one a second or two late still opens it (the user waits for the earcon)', async () => {
+    peer = new TestAssistantPeer({ workspaceKey: KEY });
+    await peer.start();
+    const { lines, logger } = memoryLogger();
+    const wake: ((e: WakeEvent) => void)[] = [];
+    agent = virtualAgent(peer.url, { listening: { mode: 'wake' } }, {
+      logger,
+      wakeEngineFactory: async () => ({ feed: () => undefined, onWake: (l) => void wake.push(l), close: async () => undefined }),
+    });
+    await agent.start();
+    await until(() => agent!.snapshot().state === 'connected' && agent!.listeningStatus().wakeWord.engine === 'ready', 20_000, 'the call and the engine');
+    const ago = (ms: number) => process.hrtime.bigint() - BigInt(ms) * 1_000_000n;
+    wake[0]!({ phrase: 'hey jarvis', endedAtNs: ago(6_000) });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(agent.listeningStatus()).toMatchObject({ state: 'idle', micOnWire: false });
+    expect(lines.some((l) => l.includes('wake word ignored: heard too late') && l.includes('"heardAfterMs":6'))).toBe(true);
+    wake[0]!({ phrase: 'hey jarvis', endedAtNs: ago(1_800) }); // late, but not too late: the user waits for the earcon
+    await until(() => agent!.listeningStatus().micOnWire, 2_000, 'the microphone on the wire');
+    expect(agent.listeningStatus().state).toBe('listening');
   });
 
   it('regression: a wake word engine that can never load is tried 24 times a day, not 1,440 (each try\'s thread leaves ~50 KB behind: ~70 MB a day at the old 60 s ceiling)', () => {

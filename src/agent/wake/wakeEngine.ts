@@ -26,6 +26,10 @@ export interface WakeWordOptions {
   phrase: string;
   /** 0..1, higher = more accepts */
   sensitivity: number;
+  /** Fed live (the agent): audio is dropped while the engine is further behind than this (ms; wakeThread.ts).
+   *  Unset: every frame is spotted however far behind, for audio fed faster than real time (tests, benchmarks,
+   *  the doctor's synthetic voice). */
+  maxBacklogMs?: number;
 }
 
 export function checkSensitivity(sensitivity: unknown): void {

@@ -10,6 +10,7 @@ import type { SpotterConfig, WakeThreadHeap, WakeWorkerData } from './wakeWorker
 
 /** 20 ms: one microphone frame a message, so a step of the spotter waits for no batch (wake latency) */
 const BATCH = 960;
+const BATCH_MS = 20;
 /** nice value of the spotting thread: below the event loop, but not SCHED_IDLE (a wake must not wait for idle) */
 export const WAKE_NICE = 10;
 
@@ -32,12 +33,16 @@ export function wakeStartsLeftBehind(): number {
 
 /** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start, and with an
  *  `audio` error when it has not started within `startTimeoutMs` (WAKE_START_TIMEOUT_MS). */
-export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logger; engine: string; memory?: WakeWorkerData['memory']; startTimeoutMs?: number }): Promise<WakeThread> {
+export async function startWakeThread(
+  spotter: SpotterConfig,
+  o: { logger: Logger; engine: string; memory?: WakeWorkerData['memory']; startTimeoutMs?: number; maxBacklogMs?: number },
+): Promise<WakeThread> {
   if (leftStarting.size >= MAX_LEFT_STARTING) {
     throw new AgentError('audio', `wake word engine: ${leftStarting.size} earlier starts never finished and are still running (a model file that cannot be read?); none more is started until one ends, or the agent is restarted`);
   }
   const stopFlag = new Int32Array(new SharedArrayBuffer(4));
-  const data: WakeWorkerData = { spotter, nice: WAKE_NICE, memory: o.memory, stopFlag };
+  const progress = new Int32Array(new SharedArrayBuffer(4));
+  const data: WakeWorkerData = { spotter, nice: WAKE_NICE, memory: o.memory, stopFlag, progress };
   const worker = startWorkerThread(import.meta.url, 'wakeWorker', data);
   worker.unref();
   const timeoutMs = o.startTimeoutMs ?? WAKE_START_TIMEOUT_MS;
@@ -83,7 +88,8 @@ export async function startWakeThread(spotter: SpotterConfig, o: { logger: Logge
     } else await worker.terminate();
     throw err;
   });
-  return new WakeThread(worker, o.logger, spotter.phrase, o.engine, stopFlag);
+  const maxBacklog = o.maxBacklogMs === undefined ? undefined : Math.max(1, Math.ceil(o.maxBacklogMs / BATCH_MS));
+  return new WakeThread(worker, o.logger, spotter.phrase, o.engine, stopFlag, progress, maxBacklog);
 }
 
 export class WakeThread implements WakeWordEngine {
@@ -96,6 +102,12 @@ export class WakeThread implements WakeWordEngine {
   private readonly failureListeners: ((err: Error) => void)[] = [];
   private closed = false;
   private dead = false;
+  /** audio batches posted to the thread (compared with its `progress` as an Int32 difference: both wrap) */
+  private posted = 0;
+  /** batches not posted because the thread was too far behind, since the start; and whether it is behind now */
+  droppedBatches = 0;
+  private behind = false;
+  private warnedAt = -Infinity;
 
   constructor(
     private readonly worker: Worker,
@@ -105,6 +117,14 @@ export class WakeThread implements WakeWordEngine {
     readonly engine: string,
     /** shared with the thread: set before 'stop' (WakeWorkerData.stopFlag) */
     private readonly stopFlag?: Int32Array,
+    /** shared with the thread: batches it has done (WakeWorkerData.progress) */
+    private readonly progress?: Int32Array,
+    /** Most batches posted and not yet spotted when fed live (WakeWordOptions.maxBacklogMs). A thread further
+     *  behind (a board too slow for its engine, a long stall) is not fed more until it catches up: each waiting
+     *  batch is memory (~100 KB for every second behind, without a bound), and a wake word found later than the
+     *  detection window cannot be used (the agent ignores it), so what would be spotted late is dropped instead,
+     *  and said in the log. */
+    private readonly maxBacklog?: number,
   ) {
     worker.on('message', (m: { type: string; phrase?: string; endedAtNs?: bigint; decidedOnNs?: bigint; score?: number; message?: string }) => {
       if (m.type === 'wake' && !this.closed) {
@@ -139,12 +159,35 @@ export class WakeThread implements WakeWordEngine {
       if (this.fill === BATCH) {
         // capture time of the batch's last sample: that of the frame's last sample, less what is left of it
         const endNs = capturedAtNs - BigInt(Math.round(((pcm48k.length - i) * 1e9) / 48000));
+        this.fill = 0;
+        if (this.tooFarBehind()) continue; // the batch's buffer is filled again
         const pcm = this.batch;
         this.batch = new Int16Array(BATCH);
-        this.fill = 0;
+        this.posted++;
         this.worker.postMessage({ type: 'audio', pcm, endNs }, [pcm.buffer]);
       }
     }
+  }
+
+  /** Whether the next batch is dropped: the thread has maxBacklog batches waiting, or had and has not yet come
+   *  down to half of that (so a thread that is just keeping up is not fed one batch in two). Warned at most once a
+   *  minute: a board that is too slow would say it fifty times a second. */
+  private tooFarBehind(): boolean {
+    if (!this.progress || this.maxBacklog === undefined) return false;
+    const waiting = ((this.posted | 0) - Atomics.load(this.progress, 0)) | 0;
+    if (this.behind && waiting <= this.maxBacklog / 2) {
+      this.behind = false;
+      this.log.debug({ droppedBatches: this.droppedBatches }, 'wake word engine caught up');
+    } else if (!this.behind && waiting >= this.maxBacklog) {
+      this.behind = true;
+      const now = performance.now();
+      if (now - this.warnedAt >= 60_000) {
+        this.warnedAt = now;
+        this.log.warn({ behindMs: waiting * BATCH_MS, droppedBatches: this.droppedBatches }, 'wake word engine behind: microphone audio dropped until it catches up (the board too slow for the engine?)');
+      }
+    }
+    if (this.behind) this.droppedBatches++;
+    return this.behind;
   }
 
   /** Resolves once the thread has decoded every full batch fed so far (tests and benchmarks). */

@@ -41,7 +41,7 @@ export async function openWakeWordEngine(o: OpenWakeOptions): Promise<WakeWordEn
   disableOnnxTelemetry(); // in this thread's environment, before the wake thread loads ONNX Runtime
   const spotter = { kind: 'openwakeword' as const, phrase: normalisePhrase(o.phrase), model, threshold: sensitivityToThreshold(o.sensitivity) };
   try {
-    return await startWakeThread(spotter, { logger: o.logger, engine: 'openwakeword' });
+    return await startWakeThread(spotter, { logger: o.logger, engine: 'openwakeword', maxBacklogMs: o.maxBacklogMs });
   } catch (err) {
     if (choice === 'openwakeword' || (err as AgentError).code === 'config_invalid') throw err;
     o.logger.warn({ err: (err as Error).message }, 'wake word: openWakeWord cannot run here, using pocketsphinx (weaker in noise)');

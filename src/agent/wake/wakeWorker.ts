@@ -32,6 +32,9 @@ export interface WakeWorkerData {
    *  ("terminate called after throwing an instance of 'Napi::Error'": every `systemctl stop` ended in SIGABRT in
    *  check-systemd-vm.sh's emulated machine). */
   stopFlag?: Int32Array;
+  /** [0] audio batches done (spotted, or skipped after a stop), shared with the main thread, which posts no more
+   *  while too many wait (wakeThread.ts, the backlog); an Int32 that wraps, compared as a difference */
+  progress?: Int32Array;
 }
 
 /** The thread's heap, as its keeper sees it (tests, and a bench watching it) */
@@ -109,10 +112,21 @@ async function handle(m: InMsg): Promise<void> {
   }
 }
 
-// one message at a time, in order: a sync answers only after every batch before it was spotted
+/** An audio batch is counted done (WakeWorkerData.progress) whether spotted or dropped after a stop. */
+async function handleInOrder(m: InMsg): Promise<void> {
+  if (m.type !== 'audio') return handle(m);
+  try {
+    // a stop asked for: batches not yet spotted are dropped (WakeWorkerData.stopFlag says why)
+    if (!(cfg.stopFlag && Atomics.load(cfg.stopFlag, 0) === 1)) await handle(m);
+  } finally {
+    if (cfg.progress) Atomics.add(cfg.progress, 0, 1);
+  }
+}
+
+// one message at a time, in order: a sync answers only after every batch before it was spotted. A failure is
+// reported and the queue goes on (a rejected link would have skipped every later message: a deaf engine).
 let queue: Promise<void> = Promise.resolve();
 port.on('message', (m: InMsg) => {
-  // a stop asked for: batches not yet spotted are dropped (WakeWorkerData.stopFlag says why)
-  queue = queue.then(() => (m.type === 'audio' && cfg.stopFlag && Atomics.load(cfg.stopFlag, 0) === 1 ? undefined : handle(m)));
+  queue = queue.then(() => handleInOrder(m)).catch((err: unknown) => port.postMessage({ type: 'error', message: String((err as Error)?.message ?? err) }));
 });
 port.postMessage({ type: 'ready', rssBytes: process.memoryUsage().rss });

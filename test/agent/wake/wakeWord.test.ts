@@ -5,14 +5,15 @@ import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { silentLogger } from '../../../src/common/logger.js';
+import { createLogger, silentLogger } from '../../../src/common/logger.js';
 import { AgentError } from '../../../src/agent/errors.js';
 import { openPocketsphinxWake, sensitivityToSearch } from '../../../src/agent/wake/pocketsphinxWake.js';
 import { startWakeThread, wakeStartsLeftBehind, type WakeThread } from '../../../src/agent/wake/wakeThread.js';
 import { phraseModelFor } from '../../../src/agent/wake/openWakeWord.js';
 import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, openWakeWordEngine, type WakeEvent } from '../../../src/agent/wake/wakeWord.js';
 import { HELDOUT_VOICES, nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
-import { FRAME, feedAsCapture as feed, runClips } from '../../support/wakeFeed.js';
+import { FRAME, feedAsCapture as feed, nsAt48, runClips } from '../../support/wakeFeed.js';
+import { resample } from '../../../src/common/audio/resample.js';
 
 /** pocketsphinx's phrase in these tests (the default phrase has an openWakeWord model: openWakeWord.test.ts) */
 const PHRASE = 'hey computer';
@@ -210,6 +211,42 @@ describe('wake word engine: errors and lifecycle', () => {
       await engine.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('regression: fed live, an engine far behind drops audio instead of queueing it without a bound, says so once, and spots again once caught up', async () => {
+    // (from a review) every 20 ms batch was posted whatever the thread's backlog: a board too slow for its engine
+    // grew ~100 KB a second behind, and its wake words came later and later
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', destination: { write: (l: string) => void lines.push(l) } });
+    const e = await openPocketsphinxWake({ phrase: PHRASE, sensitivity: DEFAULT_WAKE_SENSITIVITY, logger, maxBacklogMs: 200 });
+    const heard: WakeEvent[] = [];
+    e.onWake((w) => heard.push(w));
+    try {
+      // a minute captured while the thread had no CPU: fed at once, far faster than it spots
+      const minute = new Int16Array(60 * 16000);
+      for (let i = 0; i < minute.length; i++) minute[i] = Math.round(3000 * Math.sin(i / 2.3) * Math.sin(i / 1601));
+      let at = feed(e, minute, 0);
+      const batches = at / FRAME;
+      // 10 batches (200 ms) waiting at most, and a few more posted as the thread, running beside the feeding, spots
+      expect(e.droppedBatches).toBeLessThanOrEqual(batches - 10);
+      expect(e.droppedBatches).toBeGreaterThan(batches * 0.9);
+      await e.drained();
+      expect(lines.filter((l) => l.includes('wake word engine behind')).length).toBe(1);
+      // caught up: the phrase, fed in slices the thread keeps up with, is heard (and nothing more is dropped)
+      const [clip] = wakeClips(PHRASE, 'heldout', 20, { voices: HELDOUT_VOICES.filter((v) => v.engine === 'flite'), backgrounds: ['brown'] });
+      const dropped = e.droppedBatches;
+      const pcm48 = resample(clip.pcm, 16000, 48000);
+      for (let i = 0; i + FRAME <= pcm48.length; i += FRAME) {
+        at += FRAME;
+        e.feed(pcm48.subarray(i, i + FRAME), nsAt48(at));
+        if ((i / FRAME) % 5 === 4) await e.drained();
+      }
+      expect(e.droppedBatches).toBe(dropped);
+      expect(lines.some((l) => l.includes('wake word engine caught up'))).toBe(true);
+      expect(heard.map((w) => w.phrase)).toEqual([PHRASE]);
+    } finally {
+      await e.close();
     }
   }, 60_000);
 
