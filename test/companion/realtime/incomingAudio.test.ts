@@ -14,25 +14,10 @@ import { RuleBrain } from '../../../src/companion/realtime/ruleBrain.js';
 import { EspeakSynthesizer } from '../../../src/companion/speech/espeakSynthesizer.js';
 import { PocketsphinxRecognizer } from '../../../src/companion/speech/pocketsphinxRecognizer.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../../src/protocol/media.js';
-import { fliteSpeech, trimSilence, whiteNoise } from '../speech/speechFixtures.js';
+import { fliteSpeech, harmonicHum, trimSilence, whiteNoise } from '../speech/speechFixtures.js';
 
 type Wire = Record<string, any>;
 const RATE = SAMPLE_RATE;
-
-/** A fridge-like hum: 100 Hz and five harmonics, `dbfs` RMS, phase-continuous for its whole length. */
-function harmonicHum(samples: number, dbfs: number): Int16Array {
-  const amps = [1, 0.6, 0.45, 0.3, 0.2, 0.12];
-  const raw = new Float64Array(samples);
-  let power = 0;
-  for (let i = 0; i < samples; i++) {
-    let v = 0;
-    for (let h = 0; h < amps.length; h++) v += amps[h] * Math.sin((2 * Math.PI * 100 * (h + 1) * i) / RATE + h);
-    raw[i] = v;
-    power += v * v;
-  }
-  const gain = (32768 * 10 ** (dbfs / 20)) / Math.sqrt(power / samples);
-  return Int16Array.from(raw, (v) => Math.round(v * gain));
-}
 
 /** a + b (b placed at `at` samples), clipped */
 function mix(a: Int16Array, b: Int16Array, at = 0): Int16Array {
@@ -130,7 +115,7 @@ describe('IncomingAudio: maximum utterance length', () => {
   it('a minute of a 100 Hz hum (-23 dBFS, after 2 s of room noise) gives one utterance ended at the cap, stop matching start, not one endless one', async () => {
     const c = call({ ga: true });
     const room = whiteNoise(RATE * 62, 0.003, 5);
-    c.play(mix(room, harmonicHum(RATE * 60, -23), RATE * 2));
+    c.play(mix(room, harmonicHum(RATE * 60, -23, RATE), RATE * 2));
 
     const utterances = c.utterances(); // every speech_started has its speech_stopped
     // the hum is voiced, so the VAD takes it for speech (the premise) ...
@@ -162,7 +147,7 @@ describe('IncomingAudio: maximum utterance length', () => {
     const speechAt = RATE * 22; // 5 s after the hum's utterance was capped (2 s + 15 s)
     const total = speechAt + speech.length + RATE * 3;
     const room = whiteNoise(total, 0.003, 9);
-    c.play(mix(mix(room, harmonicHum(total - RATE * 2, -23), RATE * 2), speech, speechAt));
+    c.play(mix(mix(room, harmonicHum(total - RATE * 2, -23, RATE), RATE * 2), speech, speechAt));
 
     const utterances = c.utterances(); // every speech_started has its speech_stopped
     expect(utterances).toHaveLength(2);

@@ -60,3 +60,19 @@ export function trimSilence(pcm: Int16Array, sampleRate: number): Int16Array {
   while (b > a && !loud(Math.max(a, b - block))) b -= block;
   return pcm.subarray(a, b);
 }
+
+/** A fridge-like hum: 100 Hz and five harmonics at `dbfs` RMS, phase-continuous (voiced, so speech-like to a voice
+ *  detector). */
+export function harmonicHum(samples: number, dbfs: number, rate: number): Int16Array {
+  const amps = [1, 0.6, 0.45, 0.3, 0.2, 0.12];
+  const raw = new Float64Array(samples);
+  let power = 0;
+  for (let i = 0; i < samples; i++) {
+    let v = 0;
+    for (let h = 0; h < amps.length; h++) v += amps[h] * Math.sin((2 * Math.PI * 100 * (h + 1) * i) / rate + h);
+    raw[i] = v;
+    power += v * v;
+  }
+  const gain = (32768 * 10 ** (dbfs / 20)) / Math.sqrt(power / samples);
+  return Int16Array.from(raw, (v) => Math.round(v * gain));
+}

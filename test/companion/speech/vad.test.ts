@@ -1,21 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VoiceActivityDetector } from '../../../src/companion/speech/vad.js';
-import { concatPcm, fliteSpeech, frames, trimSilence, whiteNoise } from './speechFixtures.js';
-
-/** A fridge-like hum: 100 Hz and five harmonics at `dbfs` RMS (voiced, so speech-like to the detector). */
-function harmonicHum(samples: number, dbfs: number, rate: number): Int16Array {
-  const amps = [1, 0.6, 0.45, 0.3, 0.2, 0.12];
-  const raw = new Float64Array(samples);
-  let power = 0;
-  for (let i = 0; i < samples; i++) {
-    let v = 0;
-    for (let h = 0; h < amps.length; h++) v += amps[h] * Math.sin((2 * Math.PI * 100 * (h + 1) * i) / rate + h);
-    raw[i] = v;
-    power += v * v;
-  }
-  const gain = (32768 * 10 ** (dbfs / 20)) / Math.sqrt(power / samples);
-  return Int16Array.from(raw, (v) => Math.round(v * gain));
-}
+import { concatPcm, fliteSpeech, frames, harmonicHum, trimSilence, whiteNoise } from './speechFixtures.js';
 
 function run(vad: VoiceActivityDetector, pcm: Int16Array, frameSamples: number) {
   const events: { event: string; ms: number }[] = [];
