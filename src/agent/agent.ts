@@ -33,7 +33,9 @@ const WAKE_PHRASE_SPAN_MS = 1_000;
 /** The wake thread's backlog when fed live (WakeWordOptions.maxBacklogMs): further behind, audio is dropped rather
  *  than queued without a bound (~100 KB a second behind). Its delay is 0.1-0.35 s here (README, issue #16). */
 const WAKE_BACKLOG_MS = 3_000;
-/** A wake event later than this after the end of its phrase is ignored (onWake). */
+/** A wake event later than this after the end of its phrase is ignored (onWake); one earlier opens with all that
+ *  was said since, so the wake gate keeps this much (~480 KB): a ring shorter than the delay sent the words from
+ *  its oldest frame, the first ones lost. */
 const WAKE_TOO_LATE_MS = 5_000;
 
 export type AgentState = 'connecting' | 'connected' | 'backoff' | 'stopped';
@@ -232,6 +234,7 @@ export class SpeakerAgent extends EventEmitter {
         logger: this.log,
         listening: {
           preRollMs: this.deps.settings.listening.preRollMs,
+          maxWakeLatencyMs: WAKE_TOO_LATE_MS,
           gateOpen: false,
           microphoneMuted: mutedAtOpen,
           earcons,
@@ -426,7 +429,7 @@ export class SpeakerAgent extends EventEmitter {
     const l = this.deps.settings.listening;
     const factory = this.deps.wakeEngineFactory ?? openWakeWordEngine;
     try {
-      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: this.log, maxBacklogMs: WAKE_BACKLOG_MS });
+      const engine = await factory({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: this.log, maxBacklogMs: WAKE_BACKLOG_MS, startTimeoutMs: l.wakeStartTimeoutMs });
       if (!this.loop) {
         await engine.close();
         return;

@@ -47,6 +47,9 @@ export interface CallAudio {
 export interface ListeningAudioOptions {
   /** pre-roll of the wake gate (ms) */
   preRollMs: number;
+  /** the latest a wake event may come after its phrase ended and still open with its pre-roll (ms): the gate's
+   *  ring keeps pre-roll + this much audio (48 kHz: ~96 KB a second) */
+  maxWakeLatencyMs?: number;
   /** the gate starts open (mode `always`) */
   gateOpen: boolean;
   /** the capture device is not opened at all (privacy mute kept from the last run) */
@@ -72,7 +75,7 @@ export async function openCallAudio(o: { backend: AudioBackend; settings: Settin
     overlay: l.earcons,
     onServiceAudio: l.onServiceAudio,
   });
-  const wakeGate = new WakeGate({ preRollMs: l.preRollMs, open: l.gateOpen });
+  const wakeGate = new WakeGate({ preRollMs: l.preRollMs, maxDetectLatencyMs: l.maxWakeLatencyMs, open: l.gateOpen });
   // The microphone path, assembled here only (micStages.ts): an echo canceller or a wake word tap goes in this list.
   const stages: MicStage[] = [wakeGate, echoGateStage(echoGate)];
   // the canceller first: it adapts on every frame (also while idle), and the wake word engine hears its output

@@ -11,7 +11,7 @@ import { AgentError } from './errors.js';
 import { jsonSyntaxError } from '../common/jsonSyntax.js';
 import { setPath } from '../common/setPath.js';
 import { DEFAULT_ECHO_TAIL_MS } from './audio/echoGate.js';
-import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, WAKE_ENGINES } from './wake/wakeWord.js';
+import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, WAKE_ENGINES, WAKE_START_TIMEOUT_MS } from './wake/wakeWord.js';
 
 const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -60,6 +60,9 @@ export const SettingsSchema = z.object({
     wakeModel: withEnv(z.optional(z.nonEmpty()), 'SPEAKER_AGENT_WAKE_MODEL', 'openWakeWord phrase model file (.onnx)'),
     /** 0..1: higher hears the wake word more readily, and false accepts more often */
     wakeSensitivity: withEnv(z._default(z.coercedNumber().check(z.minimum(0), z.maximum(1)), DEFAULT_WAKE_SENSITIVITY), 'SPEAKER_AGENT_WAKE_SENSITIVITY', 'wake word sensitivity, 0..1'),
+    /** a wake word engine whose thread has not started in this long is given up and tried again (a model read that
+     *  never returns); raise it for a board that is slow to load it cold. The doctor waits at most a minute. */
+    wakeStartTimeoutMs: withEnv(z._default(z.coercedInt(1_000, 3_600_000), WAKE_START_TIMEOUT_MS), 'SPEAKER_AGENT_WAKE_START_TIMEOUT_MS', 'give up a wake word engine start after (ms)'),
     /** an open conversation with no speech and no answer for this long goes back to idle */
     silenceMs: withEnv(z._default(z.coercedInt(1_000, 120_000), 8_000), 'SPEAKER_AGENT_LISTENING_SILENCE_MS', 'back to idle after this much silence (ms)'),
     /** after an answer, listening reopens without the wake word for this long (0: never) */

@@ -8,4 +8,9 @@ smallBufferPool(); // first: the program's modules (and speaker-sys, below) make
 isolateNativeStdout();
 const { main } = await import('./program.js');
 
-process.exit(await main());
+const code = await main();
+// A wake word thread given up while it started (a model read that never returns: wakeThread.ts) cannot be joined:
+// node's exit would wait on it for ever. The doctor's wake check can leave one; then leave as the daemon does.
+const { wakeStartsLeftBehind } = await import('../agent/wake/wakeThread.js');
+if (wakeStartsLeftBehind() > 0) await (await import('../common/exitNow.js')).exitNow(code);
+process.exit(code);

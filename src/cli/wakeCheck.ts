@@ -45,13 +45,17 @@ async function speakEspeak(text: string): Promise<Int16Array> {
   return resample(pcm, sampleRate, SAMPLE_RATE);
 }
 
+/** how long the doctor waits for the engine's thread to start, per engine tried (auto: openWakeWord, then pocketsphinx) */
+const DOCTOR_WAKE_START_MS = 60_000;
+
 export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {
   const name = 'wake word';
   const l = s.listening;
   if (l.mode !== 'wake') return { name, status: 'skip', detail: `listening.mode is ${l.mode}: no wake word engine runs` };
   let engine: Awaited<ReturnType<typeof openWakeWordEngine>>;
   try {
-    engine = await openWakeWordEngine({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: silentLogger });
+    // at most a minute (the daemon's default is two, for a cold slow board): the doctor answers rather than wait on
+    engine = await openWakeWordEngine({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: silentLogger, startTimeoutMs: Math.min(l.wakeStartTimeoutMs, DOCTOR_WAKE_START_MS) });
   } catch (err) {
     const code = (err as { code?: string }).code;
     return {

@@ -211,14 +211,15 @@ describe('SpeakerAgent', () => {
   });
 
   // FakeWakeEngine again: an engine seconds behind (a board too slow for it) cannot be made on demand here.
-  it('regression: a wake word heard seconds after it was said (an engine behind) opened the microphone on the room then; it is ignored, and one a second or two late still opens it (the user waits for the earcon)', async () => {
+  it('regression: a wake word heard seconds after it was said (an engine behind) opened the microphone on the room then; it is ignored, and one a few seconds late opens it with all that was said since (the user waits for the earcon)', async () => {
     peer = new TestAssistantPeer({ workspaceKey: KEY });
     await peer.start();
     const { lines, logger } = memoryLogger();
     const wake: ((e: WakeEvent) => void)[] = [];
+    let fed = 0;
     agent = virtualAgent(peer.url, { listening: { mode: 'wake' } }, {
       logger,
-      wakeEngineFactory: async () => ({ feed: () => undefined, onWake: (l) => void wake.push(l), close: async () => undefined }),
+      wakeEngineFactory: async () => ({ feed: () => void fed++, onWake: (l) => void wake.push(l), close: async () => undefined }),
     });
     await agent.start();
     await until(() => agent!.snapshot().state === 'connected' && agent!.listeningStatus().wakeWord.engine === 'ready', 20_000, 'the call and the engine');
@@ -227,9 +228,17 @@ describe('SpeakerAgent', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(agent.listeningStatus()).toMatchObject({ state: 'idle', micOnWire: false });
     expect(lines.some((l) => l.includes('wake word ignored: heard too late') && l.includes('"heardAfterMs":6'))).toBe(true);
-    wake[0]!({ phrase: 'hey jarvis', endedAtNs: ago(1_800) }); // late, but not too late: the user waits for the earcon
+    // late, but not too late: the user waits for the earcon. All said since the wake word is sent: the gate's ring
+    // kept 1.55 s, and the words of a wake heard 3 s late were sent from its oldest frame, their start lost.
+    const from = fed;
+    await until(() => fed - from >= 170, 10_000, '3.4 s more of the microphone'); // 3 s of it is the pre-roll
+    wake[0]!({ phrase: 'hey jarvis', endedAtNs: ago(3_000) });
     await until(() => agent!.listeningStatus().micOnWire, 2_000, 'the microphone on the wire');
     expect(agent.listeningStatus().state).toBe('listening');
+    const opened = lines.map((l) => JSON.parse(l) as { msg: string; preRollFrames?: number }).find((l) => l.msg === 'listening opened by the wake word');
+    // 3 s + the 50 ms pre-roll of 20 ms frames: 152, less the frames still in the capture's hands
+    expect(opened?.preRollFrames).toBeGreaterThanOrEqual(145);
+    expect(opened?.preRollFrames).toBeLessThanOrEqual(155);
   });
 
   it('regression: a wake word engine that can never load is tried 24 times a day, not 1,440 (each try\'s thread leaves ~50 KB behind: ~70 MB a day at the old 60 s ceiling)', () => {

@@ -141,7 +141,7 @@ describe('settings', () => {
       SPEAKER_AGENT_LOOPBACK_CANDIDATES: 'never', SPEAKER_AGENT_ECHO_TAIL_MS: '123', SPEAKER_AGENT_LIVENESS_TIMEOUT_MS: '4000',
       SPEAKER_AGENT_SERVER_PROTOCOL: 'openai-realtime', SPEAKER_AGENT_TOKEN_URL: 'https://tokens.example.com/mint',
       SPEAKER_AGENT_LISTENING_MODE: 'manual', SPEAKER_AGENT_WAKE_SENSITIVITY: '0.7', SPEAKER_AGENT_LISTENING_SILENCE_MS: '9000',
-      SPEAKER_AGENT_FOLLOW_UP_MS: '0', SPEAKER_AGENT_WAKE_ENGINE: 'pocketsphinx',
+      SPEAKER_AGENT_FOLLOW_UP_MS: '0', SPEAKER_AGENT_WAKE_ENGINE: 'pocketsphinx', SPEAKER_AGENT_WAKE_START_TIMEOUT_MS: '45000',
     };
     const env: Record<string, string> = {};
     for (const o of ENV_OVERRIDES) env[o.env] = values[o.env] ?? `v-${o.env}`;

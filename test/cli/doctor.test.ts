@@ -9,11 +9,13 @@ import os from 'node:os';
 import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES } from '../../src/agent/errors.js';
 import { startStatusServer } from '../../src/agent/statusServer.js';
 import { libopusVersion } from '../../src/common/audio/libopusDecoder.js';
 import { nodeReadsSystemCaVariable, systemCaSetting } from '../../src/common/certificateTrust.js';
 import { deviceDirs, enrollDevice, json, ROOT, runCli, startTestCompanion, type DeviceDirs, type TestCompanion } from '../support/cli.js';
 import { canMount, lastingDir } from '../support/mounts.js';
+import { stuckFile } from '../support/stuckFifo.js';
 import { serverCertificate } from '../support/tlsCertificates.js';
 
 interface Check {
@@ -165,6 +167,20 @@ describe('doctor and the privacy mute', () => {
       writeFileSync(micFile, '{"muted": false}\n', { mode: 0o600 });
     }
   }, 180_000);
+});
+
+describe('doctor and a wake word engine that never starts', () => {
+  it('regression: the doctor gave up a wake word start whose model read never returns, then hung at exit (node waits for every thread); it reports and exits', async () => {
+    const model = stuckFile();
+    try {
+      const stuck = { ...dev.env, SPEAKER_AGENT_WAKE_ENGINE: 'openwakeword', SPEAKER_AGENT_WAKE_MODEL: model.path, SPEAKER_AGENT_WAKE_START_TIMEOUT_MS: '2000' };
+      const r = await doctor(stuck); // runCli kills it after 60 s: the hang
+      expect(r.checks['wake word']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/did not start within 2 s/) });
+      expect(r.code).toBe(EXIT_CODES.audio);
+    } finally {
+      model.remove();
+    }
+  }, 90_000);
 });
 
 describe('doctor and a server with its own CA', () => {

@@ -26,5 +26,5 @@ export async function openPocketsphinxWake(o: WakeWordOptions & { logger: Logger
   const words = phraseWords(String(o.phrase ?? ''));
   if (words.length === 0) throw new AgentError('config_invalid', 'wake phrase is empty');
   phraseDictionary(words, o.modelDir);
-  return startWakeThread({ kind: 'pocketsphinx', phrase: words.join(' '), ...sensitivityToSearch(o.sensitivity), modelDir: o.modelDir }, { logger: o.logger, engine: 'pocketsphinx', maxBacklogMs: o.maxBacklogMs });
+  return startWakeThread({ kind: 'pocketsphinx', phrase: words.join(' '), ...sensitivityToSearch(o.sensitivity), modelDir: o.modelDir }, { logger: o.logger, engine: 'pocketsphinx', maxBacklogMs: o.maxBacklogMs, startTimeoutMs: o.startTimeoutMs });
 }

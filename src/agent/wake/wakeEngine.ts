@@ -30,6 +30,8 @@ export interface WakeWordOptions {
    *  Unset: every frame is spotted however far behind, for audio fed faster than real time (tests, benchmarks,
    *  the doctor's synthetic voice). */
   maxBacklogMs?: number;
+  /** how long its thread may take to start (ms; default WAKE_START_TIMEOUT_MS, wakeThread.ts) */
+  startTimeoutMs?: number;
 }
 
 export function checkSensitivity(sensitivity: unknown): void {

@@ -11,6 +11,8 @@ import { BUILT_IN_PHRASES, disableOnnxTelemetry, normalisePhrase, phraseModelFor
 import { checkSensitivity, type WakeWordEngine, type WakeWordOptions } from './wakeEngine.js';
 import { startWakeThread } from './wakeThread.js';
 
+export { WAKE_START_TIMEOUT_MS } from './wakeThread.js';
+
 // loaded only when used: it loads koffi and pocketsphinx (settings import this module for its defaults)
 const openPocketsphinxWake = async (o: OpenWakeOptions) => (await import('./pocketsphinxWake.js')).openPocketsphinxWake(o);
 
@@ -41,7 +43,7 @@ export async function openWakeWordEngine(o: OpenWakeOptions): Promise<WakeWordEn
   disableOnnxTelemetry(); // in this thread's environment, before the wake thread loads ONNX Runtime
   const spotter = { kind: 'openwakeword' as const, phrase: normalisePhrase(o.phrase), model, threshold: sensitivityToThreshold(o.sensitivity) };
   try {
-    return await startWakeThread(spotter, { logger: o.logger, engine: 'openwakeword', maxBacklogMs: o.maxBacklogMs });
+    return await startWakeThread(spotter, { logger: o.logger, engine: 'openwakeword', maxBacklogMs: o.maxBacklogMs, startTimeoutMs: o.startTimeoutMs });
   } catch (err) {
     if (choice === 'openwakeword' || (err as AgentError).code === 'config_invalid') throw err;
     o.logger.warn({ err: (err as Error).message }, 'wake word: openWakeWord cannot run here, using pocketsphinx (weaker in noise)');

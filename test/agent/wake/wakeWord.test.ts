@@ -1,9 +1,5 @@
 // The wake word engine with real pocketsphinx in its worker thread, on held-out voices and texts of the wake test
 // set (test/support/wakeCorpus.ts): voices and texts the thresholds were not chosen on.
-import { execFileSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/common/logger.js';
 import { AgentError } from '../../../src/agent/errors.js';
@@ -11,6 +7,7 @@ import { openPocketsphinxWake, sensitivityToSearch } from '../../../src/agent/wa
 import { startWakeThread, wakeStartsLeftBehind, type WakeThread } from '../../../src/agent/wake/wakeThread.js';
 import { phraseModelFor } from '../../../src/agent/wake/openWakeWord.js';
 import { DEFAULT_WAKE_PHRASE, DEFAULT_WAKE_SENSITIVITY, openWakeWordEngine, type WakeEvent } from '../../../src/agent/wake/wakeWord.js';
+import { stuckFile } from '../../support/stuckFifo.js';
 import { HELDOUT_VOICES, nonWakeSegments, RATE, wakeClips } from '../../support/wakeCorpus.js';
 import { FRAME, feedAsCapture as feed, nsAt48, runClips } from '../../support/wakeFeed.js';
 import { resample } from '../../../src/common/audio/resample.js';
@@ -183,10 +180,8 @@ describe('wake word engine: errors and lifecycle', () => {
     // The phrase model is a FIFO no one writes: ONNX Runtime's read of it blocks in the kernel, as a read from a
     // dead SD card or a lost network mount would (before: the start was awaited for ever, the speaker deaf to its
     // wake word with `status` saying loading and nothing logged).
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'wake-stuck-'));
-    const fifo = path.join(dir, 'stuck.onnx');
-    execFileSync('mkfifo', [fifo]);
-    const spotter = { kind: 'openwakeword' as const, phrase: 'hey jarvis', model: fifo, threshold: 0.5 };
+    const fifo = stuckFile();
+    const spotter = { kind: 'openwakeword' as const, phrase: 'hey jarvis', model: fifo.path, threshold: 0.5 };
     const start = () => startWakeThread(spotter, { logger: silentLogger, engine: 'openwakeword', startTimeoutMs: 3000 });
     try {
       for (const left of [1, 2]) {
@@ -199,9 +194,7 @@ describe('wake word engine: errors and lifecycle', () => {
       // the reads return (end of file: not a model); each given-up thread fails its start and ends
       await vi.waitFor(
         () => {
-          try {
-            closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK)); // ENXIO while no reader waits
-          } catch {}
+          fifo.release();
           expect(wakeStartsLeftBehind()).toBe(0);
         },
         { timeout: 30_000, interval: 100 },
@@ -210,7 +203,7 @@ describe('wake word engine: errors and lifecycle', () => {
       expect(engine.threadId).toBeGreaterThan(0);
       await engine.close();
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      fifo.remove(); // also when failed early: a thread left blocked would hold the test process open
     }
   }, 60_000);
 
