@@ -541,6 +541,37 @@ export const PATCHES = [
   {
     file: 'node_modules/werift/lib/index.mjs',
     why:
+      'A closed TURN allocation is released on the relay (a Refresh with LIFETIME 0, RFC 8656 7.2): werift only ' +
+      'closed its socket, and the relay kept the allocation until its lifetime ran out (600 s from most relays). A ' +
+      'relay that limits allocations per user (coturn\'s user-quota, hosted TURN services) refused the next call\'s ' +
+      'relay while a flapping network\'s earlier attempts were still counted: a speaker that only a relay can ' +
+      'carry stayed without a call for minutes after every few reconnects. Asked with two retransmissions ' +
+      '(~350 ms at most, once more after a stale nonce), so a relay gone away delays the close that long only ' +
+      '(test/agent/transport/turnLateAllocation.test.ts, against coturn with a quota of one).',
+    from:
+      '  async close() {\n' +
+      '    this.refreshHandle?.resolve?.();\n' +
+      '    await this.transport.close();\n' +
+      '  }\n',
+    to:
+      '  async close() {\n' +
+      '    this.refreshHandle?.resolve?.();\n' +
+      '    if (this.relayedAddress && !this.speakerAgentReleased) { // speaker-agent patch: the relay is told the allocation ends\n' +
+      '      this.speakerAgentReleased = true;\n' +
+      '      const release = () => this.request(new Message(4 /* REFRESH */, 0 /* REQUEST */).setAttribute("LIFETIME", 0), this.server, void 0, { retransmissions: 2 });\n' +
+      '      await release().catch((e) => {\n' +
+      '        const nonce = e instanceof TransactionFailed && e.response.getAttributeValue("ERROR-CODE")?.[0] === 438 && e.response.getAttributeValue("NONCE");\n' +
+      '        if (!nonce) return;\n' +
+      '        this.nonce = nonce;\n' +
+      '        return release().catch(() => void 0);\n' +
+      '      });\n' +
+      '    }\n' +
+      '    await this.transport.close();\n' +
+      '  }\n',
+  },
+  {
+    file: 'node_modules/werift/lib/index.mjs',
+    why:
       'TURN channel refreshes on the monotonic clock: werift stamps when a TURN channel is next due for its ' +
       'ChannelBind refresh (every 500 s; the server forgets a channel 600 s after its last bind) in wall-clock ' +
       'seconds. A board without a real-time clock steps its wall clock when NTP syncs; a step back of more than ' +

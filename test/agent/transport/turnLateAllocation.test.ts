@@ -5,7 +5,8 @@
 // the relay for as long as the process ran (a quota the relay counts per user), one per slow call attempt. Here
 // Debian's coturn (test/support/turnServer.ts) behind a small UDP proxy that holds the relay's answers until the
 // attempt is over, the agent's own transport (WebrtcTransport.connect with its abort), and what is left: the
-// process's sockets (/proc/self/fd) and the Refresh requests the relay is sent.
+// process's sockets (/proc/self/fd) and the Refresh requests the relay is sent. And (patch "A closed TURN allocation
+// is released on the relay") a closed allocation is given back to a relay that counts them per user.
 import { createSocket, type Socket } from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTurnClient } from 'werift';
@@ -144,7 +145,8 @@ describe('TURN allocation that completes after the call attempt was closed', () 
     proxy.release();
     await waitUntil(() => proxy.allocations === 2, 5000, 'the relay to allocate after the close');
     await sleep(6500); // past werift's first refresh (5/6 of the 6 s lifetime)
-    expect.soft(proxy.refreshes, 'Refresh requests after the attempt was closed').toEqual([]);
+    // no renewal; one release (LIFETIME 0), of the late allocation when it was closed
+    expect.soft(proxy.refreshes.map((r) => r.lifetime), 'Refresh requests after the attempt was closed').toEqual([0]);
     expect(weriftSockets() - before, 'sockets left open').toBe(0);
   }, 30_000);
 
@@ -157,4 +159,34 @@ describe('TURN allocation that completes after the call attempt was closed', () 
     await sleep(100);
     expect((resourceCounts().Timeout ?? 0) - before, 'timers left by the closed allocation').toBe(0);
   }, 20_000);
+});
+
+describe('a closed TURN allocation is released on the relay', () => {
+  it('regression: a closed allocation was left on the relay until its lifetime ran out (600 s from most relays); one that counts allocations per user refused the next call\'s relay all that time', async () => {
+    // a relay allowing one allocation per user (coturn frees a released one on its next second's tick), and
+    // lifetimes of 20 s: without the release, the next allocation waits out the first's
+    const quota = await startTurnServer('127.0.0.1', [20512, 20543], undefined, ['--user-quota=1', '--max-allocate-lifetime=20']);
+    const front = await startProxy([quota.ip, quota.port]);
+    try {
+      const { username, credential } = quota.iceServer;
+      const allocate = () => createTurnClient({ address: ['127.0.0.1', front.port], username, password: credential });
+      const first = await allocate();
+      await first.close();
+      expect.soft(front.refreshes.map((r) => r.lifetime), 'the release: a Refresh with LIFETIME 0').toEqual([0]);
+      const t0 = performance.now();
+      let next: Awaited<ReturnType<typeof allocate>> | undefined;
+      while (!next && performance.now() - t0 < 5000) {
+        next = await allocate().catch(async (e: { str?: string }) => {
+          expect(e.str).toMatch(/486 - Allocation Quota Reached/);
+          await sleep(200);
+          return undefined;
+        });
+      }
+      expect(next?.relayedAddress?.[1], 'a relay for the next call within 5 s').toBeGreaterThanOrEqual(20512);
+      await next?.close();
+    } finally {
+      front.close();
+      await quota.stop();
+    }
+  }, 30_000);
 });
