@@ -546,7 +546,8 @@ export const PATCHES = [
       'relay that limits allocations per user (coturn\'s user-quota, hosted TURN services) refused the next call\'s ' +
       'relay while a flapping network\'s earlier attempts were still counted: a speaker that only a relay can ' +
       'carry stayed without a call for minutes after every few reconnects. Asked with two retransmissions ' +
-      '(~350 ms at most, once more after a stale nonce), so a relay gone away delays the close that long only ' +
+      '(~350 ms at most, once more after a stale nonce), so a relay gone away delays the close that long only; ' +
+      'a second close() waits for the first (before, it closed the socket under the release) ' +
       '(test/agent/transport/turnLateAllocation.test.ts, against coturn with a quota of one).',
     from:
       '  async close() {\n' +
@@ -554,19 +555,25 @@ export const PATCHES = [
       '    await this.transport.close();\n' +
       '  }\n',
     to:
-      '  async close() {\n' +
-      '    this.refreshHandle?.resolve?.();\n' +
-      '    if (this.relayedAddress && !this.speakerAgentReleased) { // speaker-agent patch: the relay is told the allocation ends\n' +
-      '      this.speakerAgentReleased = true;\n' +
-      '      const release = () => this.request(new Message(4 /* REFRESH */, 0 /* REQUEST */).setAttribute("LIFETIME", 0), this.server, void 0, { retransmissions: 2 });\n' +
-      '      await release().catch((e) => {\n' +
-      '        const nonce = e instanceof TransactionFailed && e.response.getAttributeValue("ERROR-CODE")?.[0] === 438 && e.response.getAttributeValue("NONCE");\n' +
-      '        if (!nonce) return;\n' +
-      '        this.nonce = nonce;\n' +
-      '        return release().catch(() => void 0);\n' +
-      '      });\n' +
-      '    }\n' +
-      '    await this.transport.close();\n' +
+      '  close() { // speaker-agent patch: one close, which tells the relay the allocation ends\n' +
+      '    return this.speakerAgentClosing ??= (async () => {\n' +
+      '      this.refreshHandle?.resolve?.();\n' +
+      '      if (this.relayedAddress && !this.transport.closed) {\n' +
+      '        const release = () => this.request(new Message(4 /* REFRESH */, 0 /* REQUEST */).setAttribute("LIFETIME", 0), this.server, void 0, { retransmissions: 2 });\n' +
+      '        await release().catch((e) => { // a stale nonce (438, or 401 with a new realm and nonce): once more, as requestWithRetry\n' +
+      '          if (!(e instanceof TransactionFailed)) return;\n' +
+      '          const [code] = e.response.getAttributeValue("ERROR-CODE") ?? [];\n' +
+      '          const nonce = e.response.getAttributeValue("NONCE");\n' +
+      '          const realm = e.response.getAttributeValue("REALM");\n' +
+      '          if (!nonce || !((code === 401 && realm) || (code === 438 && this.realm))) return;\n' +
+      '          this.nonce = nonce;\n' +
+      '          if (code === 401) this.realm = realm;\n' +
+      '          this.integrityKey = makeIntegrityKey(this.username, this.realm, this.password);\n' +
+      '          return release().catch(() => void 0);\n' +
+      '        });\n' +
+      '      }\n' +
+      '      await this.transport.close();\n' +
+      '    })();\n' +
       '  }\n',
   },
   {

@@ -493,8 +493,8 @@ export class SpeakerAgent extends EventEmitter {
     if (heardAfterMs > WAKE_TOO_LATE_MS) {
       // An engine that fell far behind (a stall of its thread): the microphone would open on the room long after
       // anyone asked, with an earcon nobody waits for any more (before the backlog's bound, minutes late). The
-      // user says it again; the log says why. A wake a second or two late still opens it: the user who waits
-      // for the earcon then speaks.
+      // user says it again; the log says why. A wake a few seconds late still opens it, with all said since:
+      // the user who waits for the earcon then speaks.
       this.log.warn({ heardAfterMs, maxMs: WAKE_TOO_LATE_MS }, 'wake word ignored: heard too late (the engine is behind)');
       return;
     }

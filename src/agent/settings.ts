@@ -61,7 +61,7 @@ export const SettingsSchema = z.object({
     /** 0..1: higher hears the wake word more readily, and false accepts more often */
     wakeSensitivity: withEnv(z._default(z.coercedNumber().check(z.minimum(0), z.maximum(1)), DEFAULT_WAKE_SENSITIVITY), 'SPEAKER_AGENT_WAKE_SENSITIVITY', 'wake word sensitivity, 0..1'),
     /** a wake word engine whose thread has not started in this long is given up and tried again (a model read that
-     *  never returns); raise it for a board that is slow to load it cold. The doctor waits at most a minute. */
+     *  never returns); raise it for a board that is slow to load it cold. The doctor waits a minute at most per engine. */
     wakeStartTimeoutMs: withEnv(z._default(z.coercedInt(1_000, 3_600_000), WAKE_START_TIMEOUT_MS), 'SPEAKER_AGENT_WAKE_START_TIMEOUT_MS', 'give up a wake word engine start after (ms)'),
     /** an open conversation with no speech and no answer for this long goes back to idle */
     silenceMs: withEnv(z._default(z.coercedInt(1_000, 120_000), 8_000), 'SPEAKER_AGENT_LISTENING_SILENCE_MS', 'back to idle after this much silence (ms)'),

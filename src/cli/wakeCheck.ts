@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import type { Settings } from '../agent/settings.js';
 import { decodeWav } from '../common/audio/wav.js';
 import { rebuildAdvice } from '../common/addonAdvice.js';
+import { isWakeStartTimeout } from '../agent/wake/wakeThread.js';
 import { openWakeWordEngine, type WakeEvent } from '../agent/wake/wakeWord.js';
 import { resample } from '../common/audio/resample.js';
 import { silentLogger } from '../common/logger.js';
@@ -54,10 +55,21 @@ export async function checkWakeWord(s: Settings): Promise<WakeCheckResult> {
   if (l.mode !== 'wake') return { name, status: 'skip', detail: `listening.mode is ${l.mode}: no wake word engine runs` };
   let engine: Awaited<ReturnType<typeof openWakeWordEngine>>;
   try {
-    // at most a minute (the daemon's default is two, for a cold slow board): the doctor answers rather than wait on
+    // a minute at most per engine tried (the daemon's default is two, for a cold slow board): the doctor answers
     engine = await openWakeWordEngine({ phrase: l.wakePhrase, sensitivity: l.wakeSensitivity, engine: l.wakeEngine, model: l.wakeModel, logger: silentLogger, startTimeoutMs: Math.min(l.wakeStartTimeoutMs, DOCTOR_WAKE_START_MS) });
   } catch (err) {
     const code = (err as { code?: string }).code;
+    if (isWakeStartTimeout(err)) {
+      // the agent may wait longer than the doctor did: then only a warning
+      const longer = l.wakeStartTimeoutMs > DOCTOR_WAKE_START_MS;
+      return {
+        name,
+        status: longer ? 'warn' : 'fail',
+        detail: `the engine does not load: ${(err as Error).message}`,
+        fix: `check that its model files can be read (the storage: dmesg)${longer ? `; the agent waits ${Math.round(l.wakeStartTimeoutMs / 1000)} s (listening.wakeStartTimeoutMs), the doctor ${DOCTOR_WAKE_START_MS / 1000} s` : '; a board slow to load it cold: raise listening.wakeStartTimeoutMs'}`,
+        category: 'audio',
+      };
+    }
     return {
       name,
       status: 'fail',

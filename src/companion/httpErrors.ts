@@ -76,8 +76,9 @@ export function clientErrorHandler(logger: Logger) {
           : new RestError('INVALID_REQUEST', 'malformed HTTP request');
     const { status, body } = errorReplyFor(rest, requestPath(err.rawPacket));
     logger.debug({ code: err.code, status }, 'client error');
-    // Node's own rule: not into a response already under way on this connection (a pipelined request's parse
-    // error, a timeout beside a streaming answer), whose bytes it would corrupt; the socket is closed either way
+    // As Node's default handler: not into a response already under way on this connection (a pipelined request's
+    // parse error, a timeout beside a streaming answer), whose bytes it would corrupt (Node looks at _headerSent;
+    // headersSent is public and also holds a written head not yet flushed); the socket is closed either way
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (socket.writable && !inFlight?.headersSent) {
       const text = JSON.stringify(body);

@@ -236,9 +236,10 @@ describe('SpeakerAgent', () => {
     await until(() => agent!.listeningStatus().micOnWire, 2_000, 'the microphone on the wire');
     expect(agent.listeningStatus().state).toBe('listening');
     const opened = lines.map((l) => JSON.parse(l) as { msg: string; preRollFrames?: number }).find((l) => l.msg === 'listening opened by the wake word');
-    // 3 s + the 50 ms pre-roll of 20 ms frames: 152, less the frames still in the capture's hands
-    expect(opened?.preRollFrames).toBeGreaterThanOrEqual(145);
-    expect(opened?.preRollFrames).toBeLessThanOrEqual(155);
+    // 3 s + the 50 ms pre-roll of 20 ms frames: 152, give or take what a stall of the event loop moves (frames are
+    // stamped as they are handed over); the 1.55 s ring held 79 at most
+    expect(opened?.preRollFrames).toBeGreaterThanOrEqual(120);
+    expect(opened?.preRollFrames).toBeLessThanOrEqual(175);
   });
 
   it('regression: a wake word engine that can never load is tried 24 times a day, not 1,440 (each try\'s thread leaves ~50 KB behind: ~70 MB a day at the old 60 s ceiling)', () => {

@@ -175,7 +175,7 @@ describe('doctor and a wake word engine that never starts', () => {
     try {
       const stuck = { ...dev.env, SPEAKER_AGENT_WAKE_ENGINE: 'openwakeword', SPEAKER_AGENT_WAKE_MODEL: model.path, SPEAKER_AGENT_WAKE_START_TIMEOUT_MS: '2000' };
       const r = await doctor(stuck); // runCli kills it after 60 s: the hang
-      expect(r.checks['wake word']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/did not start within 2 s/) });
+      expect(r.checks['wake word']).toMatchObject({ status: 'fail', detail: expect.stringMatching(/did not start within 2 s/), fix: expect.stringMatching(/raise listening\.wakeStartTimeoutMs/) });
       expect(r.code).toBe(EXIT_CODES.audio);
     } finally {
       model.remove();

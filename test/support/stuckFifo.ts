@@ -7,7 +7,7 @@ import path from 'node:path';
 
 export interface StuckFile {
   path: string;
-  /** Lets every reader blocked in it go (each sees end of file); true when none was waiting. */
+  /** Lets every reader blocked in it go (each sees end of file); true once none waits (false: still some after 100). */
   release(): boolean;
   /** Releases the readers, then removes the file: a thread still blocked would hold its test process open. */
   remove(): void;

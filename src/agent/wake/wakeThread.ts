@@ -31,6 +31,11 @@ export function wakeStartsLeftBehind(): number {
   return leftStarting.size;
 }
 
+/** Whether startWakeThread gave up waiting (its `startTimeoutMs`), rather than the engine failing to load. */
+export function isWakeStartTimeout(err: unknown): boolean {
+  return (err as { startTimedOut?: unknown } | undefined)?.startTimedOut === true;
+}
+
 /** Starts the thread with its spotter; rejects with the spotter's own error when it cannot start, and with an
  *  `audio` error when it has not started within `startTimeoutMs` (WAKE_START_TIMEOUT_MS). */
 export async function startWakeThread(
@@ -51,7 +56,7 @@ export async function startWakeThread(
     const timer = setTimeout(() => {
       done();
       timedOut = true;
-      reject(new AgentError('audio', `wake word engine did not start within ${Math.round(timeoutMs / 1000)} s (its models unreadable? a stuck storage device?)`));
+      reject(Object.assign(new AgentError('audio', `wake word engine did not start within ${Math.round(timeoutMs / 1000)} s (its models unreadable? a stuck storage device?)`), { startTimedOut: true }));
     }, timeoutMs);
     const onMsg = (m: { type: string; code?: AgentErrorCode; message?: string }): void => {
       if (m.type === 'ready') done(), resolve();

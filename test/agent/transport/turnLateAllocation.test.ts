@@ -47,7 +47,7 @@ interface HoldingProxy {
   release(): void;
   /** Allocate success responses passed to clients */
   allocations: number;
-  /** Refresh requests clients sent the relay, with their LIFETIME (0 would be a deallocation) */
+  /** Refresh requests clients sent the relay (each once, not its retransmissions), with their LIFETIME (0: a release) */
   refreshes: { client: string; lifetime: number | undefined }[];
   /** the proxy's own sockets to the relay (open descriptors of this process too) */
   upstreams(): number;
@@ -59,6 +59,7 @@ async function startProxy(relay: [string, number]): Promise<HoldingProxy> {
   const upstream = new Map<string, Socket>();
   let holding = false;
   let held: Array<() => void> = [];
+  const seen = new Set<string>();
   const proxy: HoldingProxy = {
     port: 0,
     hold: () => void (holding = true),
@@ -77,7 +78,9 @@ async function startProxy(relay: [string, number]): Promise<HoldingProxy> {
   };
   front.on('message', (m, from) => {
     const client = `${from.address}:${from.port}`;
-    if (stunType(m) === REFRESH_REQUEST) proxy.refreshes.push({ client, lifetime: lifetimeOf(m) });
+    // once per transaction: a retransmission (werift's after 50 ms without an answer) is the same request
+    const transaction = m.subarray(8, 20).toString('hex');
+    if (stunType(m) === REFRESH_REQUEST && !seen.has(transaction)) seen.add(transaction), proxy.refreshes.push({ client, lifetime: lifetimeOf(m) });
     let up = upstream.get(client);
     if (!up) {
       const s = createSocket('udp4');
