@@ -191,42 +191,70 @@ describe.skipIf(!runnable)(`echo cancellation end to end (duplex=${DUPLEX}, echo
     await sleep(2000); // the devices' streams start
   }
 
+  /** A fresh agent and the scenario, in a room that held still. The room's streams may glitch under load (a pacat
+   *  underrun moves its echo 10-70 ms until the room undoes it: echoRoom.ts), a move no real room makes: a run in
+   *  which the room corrected itself measured the room's fault, not the agent's, and is made again with a fresh
+   *  agent (3 runs at most, the last one judged whatever happened; as doctor's echo check, echoCheck.test.ts). CI's
+   *  run of 7741b03 failed (i) so: 9.8 dB in the second after the room's correction, 28.8-60 dB in the nine before.
+   *  The agent's own underruns are not the room's: such a run counts. Every run made again is named in the
+   *  message (and on stderr when the test passes). */
+  async function inSteadyRoom(scenario: () => Promise<ScenarioResult>, figures: (r: ScenarioResult) => string): Promise<{ r: ScenarioResult; again: string }> {
+    const voided: string[] = [];
+    for (;;) {
+      await freshAgent();
+      const r = await scenario();
+      if (r.roomCorrections === 0 || voided.length === 2) {
+        const again = voided.length ? `; made again after the room glitched: ${voided.join(' | ')}` : '';
+        if (again) process.stderr.write(`echo e2e${again}\n`);
+        return { r, again };
+      }
+      voided.push(`room corrections ${r.roomCorrections}, ${figures(r)}`);
+      await room.measureDelay(); // the room settled (its next measurement) before the next run
+    }
+  }
+
   it('(i) echo only: ERLE >= 25 dB on what the peer receives, after convergence; the user is still heard', async () => {
-    await freshAgent();
-    const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 10, nearEnd: toneBursts });
-    const info = `ERLE per second ${r.echo.perSecondDb.join(' ')}; path ${r.delayStartMs.toFixed(0)} ms; heard ${r.doubleTalk!.heard.toFixed(2)}${account(agent, r)}`;
+    const figures = (r: ScenarioResult) => `ERLE per second ${r.echo.perSecondDb.join(' ')}; path ${r.delayStartMs.toFixed(0)} ms; heard ${r.doubleTalk!.heard.toFixed(2)}`;
+    const { r, again } = await inSteadyRoom(() => runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 10, nearEnd: toneBursts }), figures);
+    const info = `${figures(r)}${account(agent, r)}${again}`;
     expect(r.echo.erleWindows, info).toBeGreaterThan(10);
     expect(r.echo.erleDb, info).toBeGreaterThanOrEqual(25);
     expect(r.doubleTalk!.heard, info).toBeGreaterThanOrEqual(0.8);
-  }, 120_000);
+  }, 240_000);
 
   it('(ii) double talk: near-end speech 10 dB below the echo reaches the peer (the recogniser gets it, or it correlates)', async () => {
-    await freshAgent();
     const text = 'set the volume to forty percent';
     const command = speechClip(text, { padBeforeMs: 0, padAfterMs: 0 }).pcm;
-    const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 5, nearEnd: { kind: 'speech', pcm: command, relativeToEchoDb: -10 } });
-    const dt = r.doubleTalk as { heard: number; windows: number; meanCorr: number };
+    const talk = (r: ScenarioResult) => r.doubleTalk as { heard: number; windows: number; meanCorr: number };
+    const { r, again } = await inSteadyRoom(
+      () => runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 5, nearEnd: { kind: 'speech', pcm: command, relativeToEchoDb: -10 } }),
+      (r) => `heard in ${(talk(r).heard * 100).toFixed(0)} % of the windows`,
+    );
+    const dt = talk(r);
     // what the device sent while the user spoke, to the companion's own recogniser (pocketsphinx, command grammar)
     const spoken = r.sent.subarray(Math.max(0, r.nearStart - 4800), r.nearStart + command.length + 9600);
     const recognizer = new PocketsphinxRecognizer();
     const heardText = (await recognizer.recognize(resample(spoken, 48_000, 16_000)).finally(() => recognizer.close())).text;
-    const info = `recognised "${heardText}"; double talk: ${dt.windows} windows, mean correlation with the clean speech ${dt.meanCorr.toFixed(2)}, heard in ${(dt.heard * 100).toFixed(0)} %${account(agent, r)}`;
+    const info = `recognised "${heardText}"; double talk: ${dt.windows} windows, mean correlation with the clean speech ${dt.meanCorr.toFixed(2)}, heard in ${(dt.heard * 100).toFixed(0)} %${account(agent, r)}${again}`;
     expect(dt.windows, info).toBeGreaterThan(5);
     // pocketsphinx is fragile: with the echo 20 dB below the user and no canceller it already misheard the command
     // (correlation 0.70), so either proof counts: the words, or the speech itself in >= 80 % of the windows
     expect(heardText === text || dt.heard >= 0.8, info).toBe(true);
-  }, 120_000);
+  }, 240_000);
 
   it('(iii) the echo delay changes mid-call (87 -> 150 ms): re-tracked without a restart', async () => {
-    await freshAgent();
-    const r = await runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 6, delayChange: { delayMs: 150, afterChangeS: 8 }, nearEnd: toneBursts });
-    await room.setDelay(87); // back for the next test
+    const figures = (r: ScenarioResult) => `after the change: ERLE per second ${r.afterChange!.perSecondDb.join(' ')}, path ${r.delayEndMs.toFixed(0)} ms; heard ${r.doubleTalk!.heard.toFixed(2)}`;
+    const { r, again } = await inSteadyRoom(
+      // back to 87 ms after each run: for a run made again, and for the next test
+      () => runEchoScenario({ room, peer, farEnd: farEnd(), echoOnlyS: 6, delayChange: { delayMs: 150, afterChangeS: 8 }, nearEnd: toneBursts }).finally(() => room.setDelay(87)),
+      figures,
+    );
     const after = r.afterChange!;
-    const info = `after the change: ERLE per second ${after.perSecondDb.join(' ')}, path ${r.delayEndMs.toFixed(0)} ms; heard ${r.doubleTalk!.heard.toFixed(2)}${account(agent, r)}`;
+    const info = `${figures(r)}${account(agent, r)}${again}`;
     expect(r.delayEndMs, info).toBeGreaterThan(140);
     expect(after.erleDb, info).toBeGreaterThanOrEqual(25);
     expect(r.doubleTalk!.heard, info).toBeGreaterThanOrEqual(0.8);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe.skipIf(!runnable)(`barge-in against the companion (duplex=${DUPLEX}, echo room 87 ms, -6 dB)`, () => {

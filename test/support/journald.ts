@@ -40,6 +40,10 @@ for i in $(seq 100); do [ -S /run/systemd/journal/stdout ] && break; sleep 0.05;
 set +e
 systemd-cat -t "$IDENT" sh -c 'JOURNAL_STREAM=$(stat -L -c %d:%i /proc/$$/fd/1) exec "$@"' sh "$@"
 status=$?
+# journald keeps a file per open stream in /run/systemd/journal/streams and removes it once it has read the stream
+# to its end (every line before EOF is stored first): wait for that (at most 30 s; CI's load delayed journald
+# past the count's stillness below, and "shutting down" was missing from a run's journal)
+for i in $(seq 300); do [ -z "$(ls -A /run/systemd/journal/streams 2>/dev/null)" ] && break; sleep 0.1; done
 journalctl --sync 2>/dev/null || true
 # journald reads the stream's last lines in its own time (a process that ends with _exit leaves them in the socket,
 # and CI's load delays journald): read only once the count has stood still for 3 looks 0.3 s apart (at most 10 s)
