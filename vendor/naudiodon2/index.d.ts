@@ -144,6 +144,9 @@ export interface FrameIOOptions {
   input: boolean
   /** PortAudio device index; -1 or omitted: the default device */
   deviceId?: number
+  /** an ALSA PCM name (PATCHES.md item 18), opened by ALSA itself instead of deviceId: PortAudio's device list is
+   *  the one of its first Pa_Initialize while any stream is open, and lacks a card or PCM added since */
+  deviceString?: string
   sampleRate?: number
   channelCount?: number
   /** samples per channel per PortAudio callback */

@@ -31,6 +31,7 @@ import {
 import { addonLoadProblem } from '../../common/addonAdvice.js';
 import { everyMs, type SharedInterval } from '../../common/sharedInterval.js';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../protocol/media.js';
+import { alsaCardDevices } from './alsaCards.js';
 import { DacClock } from './dacClock.js';
 import { captureAlsaXruns, quietNativeStderr } from './quietStderr.js';
 
@@ -102,6 +103,8 @@ export interface PortAudioOptions {
    * path for the canceller (dacClock.ts). Without permission the threads run on as before (RealtimeReport).
    */
   realtimePriority?: number;
+  /** where the kernel's card list is read while PortAudio's may be stale (alsaCards.ts; tests give their own) */
+  alsaRoot?: string;
 }
 
 /** PortAudioOptions.realtimePriority's default; systemd/speaker-agent.service's LimitRTPRIO allows it. */
@@ -115,8 +118,10 @@ export class PortAudioBackend implements AudioBackend {
   private readonly outputLatencyMs: number;
   private readonly inputLatencyMs: number;
   private readonly realtimePriority: number;
+  private readonly alsaRoot: string | undefined;
 
   constructor(opts: PortAudioOptions = {}) {
+    this.alsaRoot = opts.alsaRoot;
     this.outputLatencyMs = opts.outputLatencyMs ?? 60;
     this.inputLatencyMs = opts.inputLatencyMs ?? 40;
     this.framesPerBuffer = opts.framesPerBuffer ?? FRAME_SAMPLES;
@@ -151,8 +156,39 @@ export class PortAudioBackend implements AudioBackend {
     }));
   }
 
+  /**
+   * Finds the device to open. PortAudio's list is the one made when the oldest stream still open was opened (a
+   * later Pa_Initialize only counts up): while one is, a card plugged in or re-numbered since, or a PCM added to
+   * the ALSA configuration, is missing from it or stale. The cards are then taken from the kernel's list
+   * (alsaCards.ts) and opened by their ALSA name; a name found nowhere is handed to ALSA itself, which knows every
+   * PCM of its configuration as it is now. Nothing open: PortAudio's list is fresh and is all there is.
+   */
+  private resolve(deviceName: string, direction: 'input' | 'output'): ResolvedDevice {
+    const listed = this.listDevices();
+    if (openStreams === 0) return resolveDevice(listed, deviceName, direction);
+    const cards = alsaCardDevices(this.alsaRoot);
+    const devices: ListedDevice[] = cards
+      ? [
+          ...listed.filter((d) => !CARD_DEVICE.test(d.name)),
+          ...cards.map((c) => ({ id: -1, name: c.name, alsaName: c.alsaName, maxInputChannels: c.capture ? 1 : 0, maxOutputChannels: c.playback ? 1 : 0, defaultSampleRate: SAMPLE_RATE, hostApi: 'ALSA' })),
+        ]
+      : listed;
+    let missing: unknown;
+    // the kernel's cards first; PortAudio's own entry next, should its name for a card differ from ours
+    for (const list of cards ? [devices, listed] : [listed]) {
+      try {
+        return resolveDevice(list, deviceName, direction);
+      } catch (err) {
+        missing ??= err;
+      }
+    }
+    const alsaName = asAlsaPcmName(deviceName);
+    if (!(missing instanceof AudioDeviceError) || missing.code !== 'device_missing' || alsaName === undefined) throw missing;
+    return { id: -1, label: deviceName, alsaName, missing: missing.message };
+  }
+
   openCapture(deviceName: string): CaptureDevice {
-    const dev = resolveDevice(this.listDevices(), deviceName, 'input');
+    const dev = this.resolve(deviceName, 'input');
     return new PortAudioCapture(dev, {
       framesPerBuffer: this.captureFramesPerBuffer,
       stallMs: this.stallMs,
@@ -163,7 +199,7 @@ export class PortAudioBackend implements AudioBackend {
   }
 
   openPlayback(deviceName: string): PlaybackDevice {
-    const dev = resolveDevice(this.listDevices(), deviceName, 'output');
+    const dev = this.resolve(deviceName, 'output');
     return new PortAudioPlayback(dev, {
       framesPerBuffer: this.framesPerBuffer,
       latencyMs: this.outputLatencyMs,
@@ -180,6 +216,27 @@ export interface ResolvedDevice {
   id: number;
   /** Name for log lines and errors. */
   label: string;
+  /** opened by this ALSA name instead of id (a device PortAudio's list, made earlier, lacks: resolve) */
+  alsaName?: string;
+  /** a name found in no list, tried as an ALSA PCM: the device_missing message should ALSA not know it either */
+  missing?: string;
+}
+
+/** a device as resolveDevice takes it: PortAudio's, or a card from the kernel's list with its ALSA name */
+type ListedDevice = AudioDeviceInfo & { alsaName?: string };
+
+/** PortAudio's name of a card's own device ("<card>: <pcm> (hw:1,0)"; plughw: with PA_ALSA_PLUGHW) */
+const CARD_DEVICE = /\((plug)?hw:\d+,\d+\)$/;
+
+/** Streams open in this process (any backend): PortAudio's device list is stale while there are any (resolve).
+ *  A close that never returned (closeStream's bounded wait) keeps its count: PortAudio may still be initialised. */
+let openStreams = 0;
+
+/** A configured name that may be an ALSA PCM ("mic", "plughw:CARD=Device,DEV=0", "dsnoop:1"): no spaces nor
+ *  PortAudio's "(hw:...)" decoration. undefined for anything else, which stays device_missing. */
+function asAlsaPcmName(name: string): string | undefined {
+  const n = name.trim();
+  return n !== '' && n !== 'default' && /^[\w.:=,@-]+$/.test(n) ? n : undefined;
 }
 
 /**
@@ -193,7 +250,7 @@ export interface ResolvedDevice {
  * 48 kHz on a 44.1 kHz card); `sysdefault` is the same card as ALSA itself would pick without the server, and
  * the mixer falls back to it too (amixerMixer.ts).
  */
-export function resolveDevice(devices: AudioDeviceInfo[], name: string, direction: 'input' | 'output'): ResolvedDevice {
+export function resolveDevice(devices: ListedDevice[], name: string, direction: 'input' | 'output'): ResolvedDevice {
   const usable = devices.filter((d) => (direction === 'input' ? d.maxInputChannels : d.maxOutputChannels) > 0);
   const wanted = name.trim();
   if (wanted === '' || wanted === 'default') {
@@ -206,14 +263,15 @@ export function resolveDevice(devices: AudioDeviceInfo[], name: string, directio
     // a card's name as `speaker-agent devices` showed it names the same card once PA_ALSA_PLUGHW renames its raw
     // device (hw:1,0 -> plughw:1,0; classifyPortAudioError advises it), and the other way round
     const alias = wanted.includes('(plughw:') ? wanted.replace('(plughw:', '(hw:') : wanted.replace('(hw:', '(plughw:');
+    const found = (d: ListedDevice): ResolvedDevice => (d.alsaName ? { id: -1, label: `${d.name} [ALSA ${d.alsaName}]`, alsaName: d.alsaName } : { id: d.id, label: d.name });
     for (const w of [wanted, alias]) {
       const exact = usable.find((d) => d.name === w);
-      if (exact) return { id: exact.id, label: exact.name };
+      if (exact) return found(exact);
     }
     for (const w of [wanted, alias]) {
       const lower = w.toLowerCase();
       const partial = usable.filter((d) => d.name.toLowerCase().includes(lower));
-      if (partial.length > 0) return { id: partial[0].id, label: partial[0].name };
+      if (partial.length > 0) return found(partial[0]);
     }
   }
   const names = usable.map((d) => JSON.stringify(d.name)).join(', ') || 'none';
@@ -344,7 +402,7 @@ class PortAudioCapture implements CaptureDevice {
               input: true,
               channelCount: 1,
               sampleRate: SAMPLE_RATE,
-              deviceId: this.device.id,
+              ...deviceOption(this.device),
               framesPerBuffer: this.opts.framesPerBuffer,
               latencyMs: this.opts.latencyMs,
               realtimePriority: this.opts.realtimePriority,
@@ -353,8 +411,9 @@ class PortAudioCapture implements CaptureDevice {
           ),
       );
     } catch (err) {
-      throw classifyPortAudioError(err, `cannot open capture device ${this.device.label}`);
+      throw openError(err, this.device, `cannot open capture device ${this.device.label}`);
     }
+    openStreams++;
     try {
       quietNativeStderr(() => io.start());
     } catch (err) {
@@ -475,7 +534,7 @@ class PortAudioPlayback implements PlaybackDevice {
               input: false,
               channelCount: 1,
               sampleRate: SAMPLE_RATE,
-              deviceId: this.device.id,
+              ...deviceOption(this.device),
               framesPerBuffer: this.opts.framesPerBuffer,
               latencyMs: this.opts.latencyMs,
               realtimePriority: this.opts.realtimePriority,
@@ -485,8 +544,9 @@ class PortAudioPlayback implements PlaybackDevice {
           ),
       );
     } catch (err) {
-      throw classifyPortAudioError(err, `cannot open playback device ${this.device.label}`);
+      throw openError(err, this.device, `cannot open playback device ${this.device.label}`);
     }
+    openStreams++;
     try {
       quietNativeStderr(() => io.start());
     } catch (err) {
@@ -581,15 +641,25 @@ function closeStream(io: FrameIO): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, 2000);
     timer.unref();
-    io.close().then(
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-    );
+    const closed = (): void => {
+      openStreams--;
+      clearTimeout(timer);
+      resolve();
+    };
+    io.close().then(closed, closed);
   });
+}
+
+/** How FrameIO is told the device: its ALSA name (a device PortAudio's list lacks: resolve) or its index. */
+function deviceOption(device: ResolvedDevice): { deviceString: string } | { deviceId: number } {
+  return device.alsaName ? { deviceString: device.alsaName } : { deviceId: device.id };
+}
+
+/** A failed open: a name tried as an ALSA PCM because no list had it (resolve), which ALSA did not open either
+ *  (PortAudio says "Illegal combination of I/O devices" for a PCM ALSA does not know), is the device_missing
+ *  resolveDevice would have given, with PortAudio's word; busy stays busy. Else as classified. */
+function openError(err: unknown, device: ResolvedDevice, doing: string): AudioDeviceError {
+  const e = classifyPortAudioError(err, doing);
+  if (device.missing === undefined || e.code === 'device_busy') return e;
+  return new AudioDeviceError('device_missing', `${device.missing}; nor did ALSA open a PCM of that name (${String((err as Error)?.message ?? err)})`, err);
 }

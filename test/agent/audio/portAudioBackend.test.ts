@@ -1,7 +1,8 @@
 // PortAudio capture and playback on the virtual sound card: a tone played into the microphone is captured,
 // a tone written to the speaker is heard on its monitor.
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -218,6 +219,11 @@ describe('PortAudioBackend', () => {
     expect(() => new ctor({ input: 'yes' }, () => {})).toThrow(/options.input must be a boolean/);
     expect(() => new ctor({ input: false, latencyMs: '60' }, () => {})).toThrow(/must be numbers/);
     expect(() => new ctor({ input: false, channelCount: 0 }, () => {})).toThrow(/out of range/);
+    expect(() => new ctor({ input: true, deviceString: 7 }, () => {})).toThrow(/deviceString must be an ALSA PCM name/);
+    expect(() => new ctor({ input: true, deviceString: '' }, () => {})).toThrow(/deviceString must be an ALSA PCM name/);
+    expect(() => new ctor({ input: true, deviceString: 'x'.repeat(300) }, () => {})).toThrow(/deviceString must be an ALSA PCM name/);
+    expect(() => new ctor({ input: true, deviceString: 'a\0b' }, () => {})).toThrow(/must not contain NUL/);
+    expect(() => new ctor({ input: true, deviceString: 'no-such-pcm' }, () => {})).toThrow(/Could not open stream: /);
     const cap = new FrameIO({ input: true }, () => {});
     expect(() => cap.write(Buffer.alloc(1920))).toThrow(/cannot write to a capture stream/);
     await cap.close();
@@ -414,6 +420,56 @@ describe('PortAudioBackend', () => {
     expect(err).toBeInstanceOf(AudioDeviceError);
     expect((err as AudioDeviceError).code).toBe('device_missing');
     expect((err as AudioDeviceError).message).toMatch(/"USB Audio CODEC".*"pulse".*"default"|"USB Audio CODEC".*"default"/);
+  });
+
+  it('regression: a microphone that appeared while the speaker was open (a PCM defined in ~/.asoundrc; a USB microphone plugged in) stayed "missing" until a restart: PortAudio lists what it found at its first start while any stream is open; ALSA now opens it by its name', async () => {
+    // its own process (PortAudio's list is per process) with its own HOME: the speaker opens and plays 1 kHz, the
+    // microphone "lateMic" retries (ResilientCapture), then ~/.asoundrc defines it on the speaker's monitor
+    type Run = { names: string[]; before: { state: string; error?: string; message?: string }; after: { state: string; error?: string; message?: string }; frames: number; dominantHz?: number };
+    const run = async (name: string, waitMs = 10_000): Promise<Run> => {
+      const home = mkdtempSync(path.join(tmpdir(), 'late-device-'));
+      const { stdout } = await execFileP(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, '../../support/lateDeviceMain.ts'), name, String(waitMs)], {
+        env: { ...process.env, HOME: home },
+        timeout: 40_000,
+      });
+      return JSON.parse(stdout.trim().split('\n').at(-1)!) as Run;
+    };
+    const late = await run('lateMic');
+    const story = JSON.stringify(late);
+    expect(late.before, story).toMatchObject({ state: 'retrying', error: 'device_missing' });
+    expect(late.names, story).not.toContain('lateMic'); // the list PortAudio gives is the old one
+    expect(late.after, story).toEqual({ state: 'open' });
+    expect(late.frames, story).toBeGreaterThanOrEqual(75); // it waits up to 10 s for them
+    expect(late.dominantHz, story).toBe(1000); // the speaker's own tone: the new PCM, not the default microphone
+    // a name neither PortAudio nor ALSA knows stays device_missing, listing the devices there are
+    const none = await run('no-such-pcm', 1500);
+    expect(none.after.state, JSON.stringify(none)).toBe('retrying');
+    expect(none.after.error).toBe('device_missing');
+    expect(none.after.message).toMatch(/no input audio device matches "no-such-pcm"; available input devices: .*"default".*nor did ALSA open a PCM of that name \(Could not open stream/);
+  }, 90_000);
+
+  it("while a stream is open, a card is found in the kernel's list (/proc/asound), not PortAudio's old one, and opened by its card id; with none open, PortAudio's list is fresh and is used alone", async () => {
+    const pi = new PortAudioBackend({ alsaRoot: path.join(import.meta.dirname, '../../fixtures/asound/pi4-usb-mic') });
+    // nothing open in this process (each test closes its streams): the fixture's cards are not looked at
+    expect(() => pi.openCapture('USB PnP Sound Device')).toThrow(/no input audio device matches "USB PnP Sound Device"/);
+    const speaker = pi.openPlayback('default');
+    open.push(speaker);
+    await speaker.start();
+    // this machine has no such card: ALSA refuses it, the error names what was opened
+    const mic = pi.openCapture('USB PnP Sound Device');
+    const err = await mic.start(() => {}).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(AudioDeviceError);
+    expect((err as Error).message).toMatch(/^cannot open capture device USB PnP Sound Device: USB Audio \(hw:2,0\) \[ALSA plughw:CARD=Device,DEV=0\]: /);
+    // a playback-only card is no microphone (nor is "Headphones" a PCM ALSA has here); the sound server's devices
+    // are PortAudio's still
+    const headphones = await pi.openCapture('Headphones').start(() => {}).then(() => undefined, (e: unknown) => e);
+    expect((headphones as AudioDeviceError).code).toBe('device_missing');
+    expect((headphones as Error).message).toMatch(/no input audio device matches "Headphones"; available input devices: .*"USB PnP Sound Device: USB Audio \(hw:2,0\)"/);
+    const again = pi.openCapture('default');
+    open.push(again);
+    let frames = 0;
+    await again.start(() => frames++);
+    await waitUntil(() => frames >= 10, 5000, '10 frames from the default microphone');
   });
 
   it('chooses devices by exact name, then case-insensitive substring, and "default"', () => {

@@ -11,7 +11,8 @@
 //     by the card's clock. A full ring drops its oldest bytes (latency stays bounded).
 // Neither callback ever blocks or waits on JS.
 //
-// JS: new FrameIO({ input, deviceId, sampleRate, channelCount, framesPerBuffer, latencyMs, ringBytes }, cb)
+// JS: new FrameIO({ input, deviceId | deviceString, sampleRate, channelCount, framesPerBuffer, latencyMs, ringBytes }, cb)
+//   deviceString (PATCHES.md item 18): an ALSA PCM name, opened by ALSA without PortAudio's device list
 //   input:  cb(buf: Buffer, statusFlags: number, atMs: number, latencyMs: number)
 //   output: cb(consumedBytes: number, statusFlags: number, starvedBytes: number, atMs: number, latencyMs: number)
 //   atMs: when the callback ran (steady clock, the one process.hrtime reads); latencyMs: PortAudio's time info of
@@ -28,6 +29,7 @@
 #include <node_api.h>
 #include <chrono>
 #include <portaudio.h>
+#include <pa_linux_alsa.h>
 #include <pthread.h>
 #include <sched.h>
 #include <atomic>
@@ -279,6 +281,26 @@ napi_value Construct(napi_env env, napi_callback_info info) {
       realtimePriority < 0 || realtimePriority > 99)
     return Throw(env, "FrameIO: options out of range");
 
+  // speaker-agent (PATCHES.md item 18): an ALSA PCM named by its string, opened without PortAudio's device list
+  std::string deviceString;
+  {
+    bool has = false;
+    napi_value v;
+    napi_valuetype t = napi_undefined;
+    if (napi_has_named_property(env, argv[0], "deviceString", &has) != napi_ok) return Throw(env, "FrameIO: bad options");
+    if (has && (napi_get_named_property(env, argv[0], "deviceString", &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok))
+      return Throw(env, "FrameIO: bad options");
+    if (has && t != napi_undefined) {
+      size_t len = 0;
+      if (t != napi_string || napi_get_value_string_utf8(env, v, nullptr, 0, &len) != napi_ok || len == 0 || len > 256)
+        return Throw(env, "FrameIO: options.deviceString must be an ALSA PCM name (1-256 characters)");
+      deviceString.resize(len + 1);
+      napi_get_value_string_utf8(env, v, &deviceString[0], len + 1, &len);
+      deviceString.resize(len);
+      if (deviceString.find('\0') != std::string::npos) return Throw(env, "FrameIO: options.deviceString must not contain NUL");
+    }
+  }
+
   FrameIO* io = new FrameIO();
   io->input = isInput;
   io->bytesPerSampleFrame = (uint32_t)channels * 2;
@@ -298,24 +320,39 @@ napi_value Construct(napi_env env, napi_callback_info info) {
 
   PaStreamParameters p;
   memset(&p, 0, sizeof(p));
+  PaAlsaStreamInfo alsa;  // read by Pa_OpenStream only
+  if (!deviceString.empty()) {
+    // The device list PortAudio made at its first Pa_Initialize stays as it was while any stream is open (a new
+    // Pa_Initialize only counts up): a card plugged in, or a PCM defined, after that is not in it. ALSA opens
+    // the name itself; PortAudio converts nothing more than it would for a listed plug device.
+    PaAlsa_InitializeStreamInfo(&alsa);
+    alsa.deviceString = deviceString.c_str();
+    p.device = paUseHostApiSpecificDeviceSpecification;
+    p.channelCount = (int)channels;
+    p.sampleFormat = paInt16;
+    p.suggestedLatency = latencyMs > 0 ? latencyMs / 1000.0 : 0.04;
+    p.hostApiSpecificStreamInfo = &alsa;
+  }
   int dev = (int)deviceId;
-  p.device = (dev >= 0 && dev < Pa_GetDeviceCount()) ? dev : (isInput ? Pa_GetDefaultInputDevice() : Pa_GetDefaultOutputDevice());
-  if (p.device == paNoDevice) {
+  if (deviceString.empty()) p.device = (dev >= 0 && dev < Pa_GetDeviceCount()) ? dev : (isInput ? Pa_GetDefaultInputDevice() : Pa_GetDefaultOutputDevice());
+  if (deviceString.empty() && p.device == paNoDevice) {
     io->shutdownStream();
     delete io;
     return Throw(env, "No default device");
   }
-  const PaDeviceInfo* di = Pa_GetDeviceInfo(p.device);
-  int maxCh = isInput ? di->maxInputChannels : di->maxOutputChannels;
-  if ((int)channels > maxCh) {
-    io->shutdownStream();
-    delete io;
-    return Throw(env, "Invalid number of channels for this device");
+  if (deviceString.empty()) {
+    const PaDeviceInfo* di = Pa_GetDeviceInfo(p.device);
+    int maxCh = isInput ? di->maxInputChannels : di->maxOutputChannels;
+    if ((int)channels > maxCh) {
+      io->shutdownStream();
+      delete io;
+      return Throw(env, "Invalid number of channels for this device");
+    }
+    p.channelCount = (int)channels;
+    p.sampleFormat = paInt16;
+    p.suggestedLatency = latencyMs > 0 ? latencyMs / 1000.0 : (isInput ? di->defaultLowInputLatency : di->defaultLowOutputLatency);
+    p.hostApiSpecificStreamInfo = nullptr;
   }
-  p.channelCount = (int)channels;
-  p.sampleFormat = paInt16;
-  p.suggestedLatency = latencyMs > 0 ? latencyMs / 1000.0 : (isInput ? di->defaultLowInputLatency : di->defaultLowOutputLatency);
-  p.hostApiSpecificStreamInfo = nullptr;
   err = Pa_OpenStream(&io->stream, isInput ? &p : nullptr, isInput ? nullptr : &p, sampleRate, (unsigned long)framesPerBuffer,
                       paNoFlag, isInput ? InputCallback : OutputCallback, io);
   if (err != paNoError) {
@@ -323,7 +360,11 @@ napi_value Construct(napi_env env, napi_callback_info info) {
     io->shutdownStream();
     delete io;
     releaseUnusedAlsaPlugins();
-    return Throw(env, std::string("Could not open stream: ") + Pa_GetErrorText(err));
+    std::string text = std::string("Could not open stream: ") + Pa_GetErrorText(err);
+    // speaker-agent (item 18): ALSA's own reason ("No such file or directory" for a PCM it does not know)
+    const PaHostErrorInfo* host = err == paUnanticipatedHostError ? Pa_GetLastHostErrorInfo() : nullptr;
+    if (host && host->errorText && *host->errorText) text += std::string(": ") + host->errorText;
+    return Throw(env, text);
   }
   releaseUnusedAlsaPlugins();  // the probing above loaded every plugin; the open stream keeps its own
 
