@@ -453,6 +453,25 @@ export class EchoCanceller {
       this.realignTo = samples;
       return false;
     }
+    this.moveFilter(samples);
+    return true;
+  }
+
+  /** The estimator's last estimate (samples), counted (its minConfidence: the user talking over the echo lowers it
+   *  under MOVED_CONFIDENCE) and a move realign would take (REALIGN_MS or more from where the echo was, under
+   *  MOVED_MS from the delay in use); else undefined. */
+  private lastMove(): number | undefined {
+    const e = this.delay.last;
+    if (!e || e.confidence < this.delay.minConfidence || this.delayInUse === undefined) return undefined;
+    const samples = (e.delayMs * this.rate) / 1000;
+    const per = this.rate / 1000;
+    if (Math.abs(samples - this.delaySeen) < REALIGN_MS * per || Math.abs(samples - this.delayInUse) > MOVED_MS * per) return undefined;
+    return samples;
+  }
+
+  /** Places the filter where the echo now is (samples) and restarts it from the kept room (realign). */
+  private moveFilter(samples: number): void {
+    const per = this.rate / 1000;
     const fromMs = this.delaySeen / per;
     this.realignTo = undefined;
     this.realignedAt = this.counts.framesProcessed;
@@ -464,7 +483,6 @@ export class EchoCanceller {
     this.breakHold = BREAK_HOLD_BLOCKS;
     this.restart('room');
     this.setState('converging', `the echo moved from ${round1(fromMs)} to ${round1(samples / per)} ms: the filter re-aligned`);
-    return true;
   }
 
   /** speex starts afresh before the next frame: misplaced (a new delay) or diverged. */
@@ -604,7 +622,13 @@ export class EchoCanceller {
       } else if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
       else if (this.erleHold < COLLAPSED_DB) this.diverge(`the echo reduction fell below ${COLLAPSED_DB} dB`);
     } else if (this.breakHold > 0 && --this.breakHold === 0 && this.goodBlocks < 2) {
-      if (erle < COLLAPSED_DB) {
+      const movedTo = erle < COLLAPSED_DB && this.room ? (this.realignTo ?? this.lastMove()) : undefined;
+      if (movedTo !== undefined) {
+        // the filter lost the echo, and the estimator has found it elsewhere (a move noted for realign, or its last
+        // estimate): there. Restarted where it was, the filter stayed lost until two more estimates re-aligned it,
+        // the user's words gated meanwhile: after a burst of underruns (three 0.7 ms moves, 200 ms apart), 1 s later
+        this.moveFilter(movedTo);
+      } else if (erle < COLLAPSED_DB) {
         // the room is as it was (a break moves the alignment, not the walls): from it, not from nothing
         this.restart(this.room ? 'room' : 'silent');
         this.counts.resets++;

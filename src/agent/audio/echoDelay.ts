@@ -48,7 +48,8 @@ const FIRST_CONFIDENCE = 12;
 export class EchoDelay {
   readonly minMs: number;
   readonly maxMs: number;
-  private readonly minConfidence: number;
+  /** confidence under which an estimate is not counted (it is still `last`) */
+  readonly minConfidence: number;
   private readonly window: number; // mic window, samples at 4 kHz
   private readonly minLag: number;
   private readonly maxLag: number;
