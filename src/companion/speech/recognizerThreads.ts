@@ -31,11 +31,22 @@ export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sy
   nice?: number;
   /** also give the decoding threads the SCHED_IDLE policy (default true) */
   idle?: boolean;
+  /** an utterance with no result this long after it ended fails, and its thread is replaced (default 60 s) */
+  decodeDeadlineMs?: number;
 }
 
 const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
 export const RECOGNIZER_NICE = 19;
 export const RECOGNIZER_IDLE_STOP_MS = 60_000;
+/**
+ * An utterance's result is due this long after it ended at the latest. A decode that hangs (in pocketsphinx, or a
+ * thread that never gets the CPU) left its utterance waiting for ever: the call heard nothing more from a user
+ * whose turns wait for it, and the thread stayed taken. Past it, the thread's utterances fail
+ * ('RECOGNIZER_FAILED') and the thread is terminated and started afresh for the next one. Generous: the thread's
+ * first utterance includes loading its decoders (0.2-0.5 s here, several seconds on a Pi 3), and at SCHED_IDLE
+ * it decodes only what the event loop leaves of the CPU.
+ */
+export const RECOGNIZER_DECODE_DEADLINE_MS = 60_000;
 const IDLE_STOP_GRACE_MS = 10 * 60_000;
 const IDLE_STOP_MAX_MS = 60 * 60_000;
 
@@ -66,6 +77,7 @@ export class ThreadedRecognizer implements Recognizer {
   private readonly slots: Slot[];
   private readonly keep: number;
   private readonly idleStopMs: number;
+  private readonly decodeDeadlineMs: number;
   /** idle threads being stopped, and their exits (close() waits for them) */
   private readonly stopping = new Map<Worker, Promise<void>>();
   private readonly data: RecognizerWorkerData;
@@ -75,7 +87,8 @@ export class ThreadedRecognizer implements Recognizer {
   private fatal: string | undefined;
 
   constructor(opts: ThreadedRecognizerOptions = {}) {
-    const { threads, keepThreads, idleStopMs, nice, idle, storyNames, ...options } = opts;
+    const { threads, keepThreads, idleStopMs, nice, idle, storyNames, decodeDeadlineMs, ...options } = opts;
+    this.decodeDeadlineMs = decodeDeadlineMs ?? RECOGNIZER_DECODE_DEADLINE_MS;
     this.slots = Array.from({ length: Math.max(1, threads ?? 2) }, () => new Slot());
     this.keep = Math.min(this.slots.length, Math.max(1, keepThreads ?? 1));
     this.idleStopMs = idleStopMs ?? RECOGNIZER_IDLE_STOP_MS;
@@ -131,6 +144,12 @@ export class ThreadedRecognizer implements Recognizer {
     await exited;
   }
 
+  /** Makes a decoding thread busy for `ms` without returning to its messages, as a decode stuck in pocketsphinx would
+   *  (fault-injection tests). */
+  hangThreadForTest(index: number, ms: number): void {
+    this.slots[index]?.worker?.postMessage({ type: 'hang', ms });
+  }
+
   createStream(opts?: RecognizerStreamOptions): RecognizerStream {
     if (this.closed) throw new SpeechError('RECOGNIZER_FAILED', 'recognizer is closed');
     if (this.fatal) throw new SpeechError('RECOGNIZER_FAILED', this.fatal);
@@ -139,7 +158,10 @@ export class ThreadedRecognizer implements Recognizer {
     const slot = this.pickSlot();
     clearTimeout(slot.idleTimer);
     const id = this.nextId++;
-    const stream = new ThreadStream(id, () => this.ensureWorker(slot), () => this.released(slot, id));
+    const stream = new ThreadStream(id, () => this.ensureWorker(slot), () => this.released(slot, id), {
+      ms: this.decodeDeadlineMs,
+      missed: (w) => this.replaceHung(slot, w),
+    });
     slot.streams.set(id, stream);
     this.ensureWorker(slot).postMessage({ type: 'start', id, mode });
     return stream;
@@ -256,9 +278,31 @@ export class ThreadedRecognizer implements Recognizer {
     slot.worker = w;
     return w;
   }
+
+  /** An utterance on `w` missed its deadline (RECOGNIZER_DECODE_DEADLINE_MS): the thread's utterances fail, and it is
+   *  let go and terminated; the slot starts a new one for its next utterance. terminate() stops JavaScript at once,
+   *  native code only once it returns: a thread stuck inside pocketsphinx stays until it does, but no longer holds
+   *  the slot. */
+  private replaceHung(slot: Slot, w: Worker): void {
+    if (slot.worker !== w) return; // it already exited, or was replaced
+    slot.worker = undefined;
+    slot.stoppedAt = -Infinity;
+    const err = new SpeechError('RECOGNIZER_FAILED', `speech recognition gave no result ${this.decodeDeadlineMs / 1000} s after the utterance ended: its thread was replaced`);
+    for (const s of slot.streams.values()) s.fail(err);
+    for (const waiter of slot.warmers.values()) waiter.reject(err);
+    slot.warmers.clear();
+    void w.terminate();
+  }
+}
+
+/** when an ended utterance's result is due, and what its stream calls when it was not (with the thread it was on) */
+interface Deadline {
+  ms: number;
+  missed: (worker: Worker) => void;
 }
 
 class ThreadStream implements RecognizerStream {
+  private deadline: NodeJS.Timeout | undefined;
   private batch = new Int16Array(BATCH_SAMPLES);
   private batched = 0;
   private ended = false;
@@ -271,6 +315,7 @@ class ThreadStream implements RecognizerStream {
     private readonly id: number,
     private readonly worker: () => Worker,
     private readonly forget: () => void,
+    private readonly due: Deadline,
   ) {}
 
   write(pcm16k: Int16Array): void {
@@ -295,7 +340,10 @@ class ThreadStream implements RecognizerStream {
     this.ended = true;
     if (!this.done) {
       this.flush();
-      this.worker().postMessage({ type: 'end', id: this.id });
+      const w = this.worker();
+      w.postMessage({ type: 'end', id: this.id });
+      this.deadline = setTimeout(() => this.due.missed(w), this.due.ms);
+      this.deadline.unref();
     }
     return new Promise((resolve, reject) => {
       this.waiter = { resolve, reject };
@@ -313,6 +361,7 @@ class ThreadStream implements RecognizerStream {
   settle(r: Recognition): void {
     if (this.done) return;
     this.done = true;
+    clearTimeout(this.deadline);
     this.result = r;
     this.forget();
     this.deliver();
@@ -322,6 +371,7 @@ class ThreadStream implements RecognizerStream {
   fail(err: SpeechError): void {
     if (this.done) return;
     this.done = true;
+    clearTimeout(this.deadline);
     this.failure = err;
     this.forget();
     this.deliver();

@@ -2,7 +2,7 @@
 // synchronously on this thread, which runs at a lower CPU priority than the companion's event loop.
 // Protocol: main -> worker { type: 'start', id, mode } | { type: 'write', id, pcm } | { type: 'end', id }
 //                         | { type: 'abort', id } | { type: 'names', names } | { type: 'warmup', req }
-//                         | { type: 'stop' } | { type: 'crash' } (fault-injection tests)
+//                         | { type: 'stop' } | { type: 'crash' } | { type: 'hang', ms } (fault-injection tests)
 //           worker -> main { type: 'ready' } | { type: 'fatal', message } | { type: 'warm', req, error? }
 //                         | { type: 'result', id, recognition } | { type: 'failed', id, code, message }
 import { parentPort, workerData } from 'node:worker_threads';
@@ -26,7 +26,8 @@ type InMsg =
   | { type: 'names'; names: string[] }
   | { type: 'warmup'; req: number }
   | { type: 'stop' }
-  | { type: 'crash' };
+  | { type: 'crash' }
+  | { type: 'hang'; ms: number };
 
 const port = parentPort!;
 const cfg = workerThreadData<RecognizerWorkerData>(workerData);
@@ -86,6 +87,12 @@ port.on('message', (m: InMsg) => {
       return;
     case 'crash':
       throw new Error('recognizer thread crash requested');
+    case 'hang': {
+      // busy without returning to the message loop, as a decode stuck in native code
+      const until = Date.now() + Math.min(Number(m.ms) || 0, 600_000);
+      while (Date.now() < until);
+      return;
+    }
   }
 });
 port.postMessage({ type: 'ready' });

@@ -61,6 +61,34 @@ describe('ThreadedRecognizer', () => {
     expect((await rec.recognize(speech('read the story goldilocks'))).text).toContain('goldilocks');
   });
 
+  it('regression: a decode that hung left its utterance waiting for ever (the call heard nothing more) and the thread taken; past the deadline it fails, the thread is replaced and the next utterance is decoded', async () => {
+    const hung = new ThreadedRecognizer({ threads: 1, decodeDeadlineMs: 1500 });
+    try {
+      await hung.warmUp();
+      const [before] = hung.threadIds();
+      const osThreads = decodingThreads(); // this recogniser's thread, and whatever `rec` has running now
+      const starts = hung.threadStarts;
+      const s = hung.createStream();
+      s.write(speech('turn it up'));
+      hung.hangThreadForTest(0, 120_000); // the thread stops answering before the utterance's end reaches it
+      const t0 = performance.now();
+      await expect(s.end()).rejects.toMatchObject({ name: 'SpeechError', code: 'RECOGNIZER_FAILED', message: expect.stringMatching(/no result 1\.5 s after the utterance ended: its thread was replaced/) });
+      const waited = performance.now() - t0;
+      expect(waited).toBeGreaterThanOrEqual(1450);
+      expect(waited).toBeLessThan(5000);
+      expect(hung.threadIds()).not.toContain(before);
+      // the next utterance gets a new thread (terminate() stopped the busy one) and its transcript; loaded first, as
+      // the kept thread is at start (its first utterance would wait for the load: more than this test's deadline)
+      await hung.warmUp();
+      expect(await hung.recognize(speech('turn it up'))).toMatchObject({ text: 'turn it up', grammarMatch: true });
+      expect(hung.threadStarts).toBe(starts + 1);
+      // the new thread in, the hung one gone (a busy thread left running would make one more)
+      await vi.waitFor(() => expect(decodingThreads()).toBe(osThreads), { timeout: 10_000, interval: 100 });
+    } finally {
+      await hung.close();
+    }
+  }, 60_000);
+
   it("keeps the language model's dictionary in its cache directory: made at the first start, used by the next", async () => {
     const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'recognizer-cache-'));
     try {
