@@ -178,6 +178,8 @@ export class EchoCanceller {
   private lastBlockDb: number | undefined;
   /** framesProcessed at the last re-alignment */
   private realignedAt = -Infinity;
+  /** the estimator's count of estimates when the gate's last hold after a break began (holdAfterBreak) */
+  private estimatesAtHold = 0;
   private readonly log: Logger;
   private delayInUse: number | undefined; // samples
   private state: AecState = 'converging';
@@ -396,7 +398,7 @@ export class EchoCanceller {
     this.breaksSeen = breaks;
     if (this.state !== 'converged') return;
     this.resetJudgement();
-    this.breakHold = BREAK_HOLD_BLOCKS;
+    this.holdAfterBreak();
     this.setState('converging', `a break in the echo path (a stream re-anchored; reference and microphone jumps: ${breaks})`);
   }
 
@@ -457,12 +459,21 @@ export class EchoCanceller {
     return true;
   }
 
-  /** The estimator's last estimate (samples), counted (its minConfidence: the user talking over the echo lowers it
-   *  under MOVED_CONFIDENCE) and a move realign would take (REALIGN_MS or more from where the echo was, under
-   *  MOVED_MS from the delay in use); else undefined. */
+  /** The gate holds after a break (checkBreaks) or a re-alignment, for BREAK_HOLD_BLOCKS at most. An estimate
+   *  from before it may be of the echo before the path moved (lastMove). */
+  private holdAfterBreak(): void {
+    this.breakHold = BREAK_HOLD_BLOCKS;
+    this.estimatesAtHold = this.delay.stats.estimates;
+  }
+
+  /** The estimator's last estimate (samples), if made since the hold began (holdAfterBreak), counted (its
+   *  minConfidence: the user talking over the echo lowers it under MOVED_CONFIDENCE) and a move realign would take
+   *  (REALIGN_MS or more from where the echo was, under MOVED_MS from the delay in use); else undefined. Only
+   *  where the filter has lost the echo anyway: a wrong place costs what a restart in place does. */
   private lastMove(): number | undefined {
     const e = this.delay.last;
-    if (!e || e.confidence < this.delay.minConfidence || this.delayInUse === undefined) return undefined;
+    if (!e || this.delay.stats.estimates <= this.estimatesAtHold) return undefined;
+    if (e.confidence < this.delay.minConfidence || this.delayInUse === undefined) return undefined;
     const samples = (e.delayMs * this.rate) / 1000;
     const per = this.rate / 1000;
     if (Math.abs(samples - this.delaySeen) < REALIGN_MS * per || Math.abs(samples - this.delayInUse) > MOVED_MS * per) return undefined;
@@ -480,7 +491,7 @@ export class EchoCanceller {
     this.counts.resets++;
     this.log.info({ delayMs: round1(samples / per), beforeMs: round1(fromMs) }, 'echo canceller: echo path re-aligned');
     this.resetJudgement();
-    this.breakHold = BREAK_HOLD_BLOCKS;
+    this.holdAfterBreak();
     this.restart('room');
     this.setState('converging', `the echo moved from ${round1(fromMs)} to ${round1(samples / per)} ms: the filter re-aligned`);
   }
@@ -617,7 +628,7 @@ export class EchoCanceller {
     if (this.state === 'converged') {
       if (watched && erle < 0) {
         this.resetJudgement();
-        this.breakHold = BREAK_HOLD_BLOCKS;
+        this.holdAfterBreak();
         this.setState('converging', `a break in the echo path at a speaker underrun (the output ${round1(-erle)} dB louder than the microphone)`);
       } else if (this.loudBlocks >= DIVERGED_BLOCKS) this.diverge(`the output was louder than the microphone for ${DIVERGED_BLOCKS * BLOCK_FRAMES * 20} ms of playback`);
       else if (this.erleHold < COLLAPSED_DB) this.diverge(`the echo reduction fell below ${COLLAPSED_DB} dB`);

@@ -160,13 +160,13 @@ export class PortAudioBackend implements AudioBackend {
    * Finds the device to open. PortAudio's list is the one made when the oldest stream still open was opened (a
    * later Pa_Initialize only counts up): while one is, a card plugged in or re-numbered since, or a PCM added to
    * the ALSA configuration, is missing from it or stale. The cards are then taken from the kernel's list
-   * (alsaCards.ts) and opened by their ALSA name; a name found nowhere is handed to ALSA itself, which knows every
-   * PCM of its configuration as it is now. Nothing open: PortAudio's list is fresh and is all there is.
+   * (alsaCards.ts) and opened by their ALSA name (nothing open: PortAudio's list is fresh, and used alone). A name
+   * found in no list is handed to ALSA itself, which knows every PCM of its configuration as it is now, and names
+   * PortAudio never lists (`plughw:CARD=Device,DEV=0`, `dsnoop:1`).
    */
   private resolve(deviceName: string, direction: 'input' | 'output'): ResolvedDevice {
     const listed = this.listDevices();
-    if (openStreams === 0) return resolveDevice(listed, deviceName, direction);
-    const cards = alsaCardDevices(this.alsaRoot);
+    const cards = openStreams === 0 ? undefined : alsaCardDevices(this.alsaRoot);
     const devices: ListedDevice[] = cards
       ? [
           ...listed.filter((d) => !CARD_DEVICE.test(d.name)),
@@ -655,11 +655,13 @@ function deviceOption(device: ResolvedDevice): { deviceString: string } | { devi
   return device.alsaName ? { deviceString: device.alsaName } : { deviceId: device.id };
 }
 
-/** A failed open: a name tried as an ALSA PCM because no list had it (resolve), which ALSA did not open either
- *  (PortAudio says "Illegal combination of I/O devices" for a PCM ALSA does not know), is the device_missing
- *  resolveDevice would have given, with PortAudio's word; busy stays busy. Else as classified. */
+/** A failed open: a name tried as an ALSA PCM because no list had it (resolve), which ALSA does not know either
+ *  (PortAudio's ALSA open then says "Illegal combination of I/O devices"), is the device_missing resolveDevice
+ *  would have given, with PortAudio's word. A PCM that exists but failed otherwise (busy, a format or channel
+ *  count a raw hw: device refuses) is as classified. */
 function openError(err: unknown, device: ResolvedDevice, doing: string): AudioDeviceError {
   const e = classifyPortAudioError(err, doing);
-  if (device.missing === undefined || e.code === 'device_busy') return e;
+  const text = String((err as Error)?.message ?? err);
+  if (device.missing === undefined || !/Illegal combination of I\/O devices|Invalid device|No such (device|file)/i.test(text)) return e;
   return new AudioDeviceError('device_missing', `${device.missing}; nor did ALSA open a PCM of that name (${String((err as Error)?.message ?? err)})`, err);
 }

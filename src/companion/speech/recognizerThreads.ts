@@ -33,6 +33,8 @@ export interface ThreadedRecognizerOptions extends Omit<PocketsphinxOptions, 'sy
   idle?: boolean;
   /** an utterance with no result this long after it ended fails, and its thread is replaced (default 60 s) */
   decodeDeadlineMs?: number;
+  /** how long a replaced thread has to obey its stop before it is terminated (default 10 minutes; tests) */
+  hungStopGraceMs?: number;
 }
 
 const BATCH_SAMPLES = 1600; // 100 ms at 16 kHz
@@ -42,7 +44,7 @@ export const RECOGNIZER_IDLE_STOP_MS = 60_000;
  * An utterance's result is due this long after it ended at the latest. A decode that hangs (in pocketsphinx, or a
  * thread that never gets the CPU) left its utterance waiting for ever: the call heard nothing more from a user
  * whose turns wait for it, and the thread stayed taken. Past it, the thread's utterances fail
- * ('RECOGNIZER_FAILED') and the thread is terminated and started afresh for the next one. Generous: the thread's
+ * ('RECOGNIZER_FAILED'), the thread is let go (replaceHung) and a new one started for the next. Generous: the thread's
  * first utterance includes loading its decoders (0.2-0.5 s here, several seconds on a Pi 3), and at SCHED_IDLE
  * it decodes only what the event loop leaves of the CPU.
  */
@@ -78,6 +80,7 @@ export class ThreadedRecognizer implements Recognizer {
   private readonly keep: number;
   private readonly idleStopMs: number;
   private readonly decodeDeadlineMs: number;
+  private readonly hungStopGraceMs: number;
   /** idle threads being stopped, and their exits (close() waits for them) */
   private readonly stopping = new Map<Worker, Promise<void>>();
   private readonly data: RecognizerWorkerData;
@@ -87,8 +90,9 @@ export class ThreadedRecognizer implements Recognizer {
   private fatal: string | undefined;
 
   constructor(opts: ThreadedRecognizerOptions = {}) {
-    const { threads, keepThreads, idleStopMs, nice, idle, storyNames, decodeDeadlineMs, ...options } = opts;
+    const { threads, keepThreads, idleStopMs, nice, idle, storyNames, decodeDeadlineMs, hungStopGraceMs, ...options } = opts;
     this.decodeDeadlineMs = decodeDeadlineMs ?? RECOGNIZER_DECODE_DEADLINE_MS;
+    this.hungStopGraceMs = hungStopGraceMs ?? IDLE_STOP_GRACE_MS;
     this.slots = Array.from({ length: Math.max(1, threads ?? 2) }, () => new Slot());
     this.keep = Math.min(this.slots.length, Math.max(1, keepThreads ?? 1));
     this.idleStopMs = idleStopMs ?? RECOGNIZER_IDLE_STOP_MS;
@@ -280,18 +284,20 @@ export class ThreadedRecognizer implements Recognizer {
   }
 
   /** An utterance on `w` missed its deadline (RECOGNIZER_DECODE_DEADLINE_MS): the thread's utterances fail, and it is
-   *  let go and terminated; the slot starts a new one for its next utterance. terminate() stops JavaScript at once,
-   *  native code only once it returns: a thread stuck inside pocketsphinx stays until it does, but no longer holds
-   *  the slot. */
+   *  let go; the slot starts a new one for its next utterance. Not terminate() at once: inside a native call (a
+   *  decode stuck in pocketsphinx, a set-up in koffi.load) it can abort the whole process (workerThread.ts). It is
+   *  asked to stop, which it does at its next message (its decoders freed), and terminated only if it has not
+   *  after hungStopGraceMs. close() does not wait for it: a thread that never comes back goes with the process. */
   private replaceHung(slot: Slot, w: Worker): void {
     if (slot.worker !== w) return; // it already exited, or was replaced
+    const ready = slot.ready;
     slot.worker = undefined;
     slot.stoppedAt = -Infinity;
     const err = new SpeechError('RECOGNIZER_FAILED', `speech recognition gave no result ${this.decodeDeadlineMs / 1000} s after the utterance ended: its thread was replaced`);
     for (const s of slot.streams.values()) s.fail(err);
     for (const waiter of slot.warmers.values()) waiter.reject(err);
     slot.warmers.clear();
-    void w.terminate();
+    void stopWorkerThread(w, { ready, graceMs: this.hungStopGraceMs });
   }
 }
 

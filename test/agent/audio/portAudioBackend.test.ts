@@ -448,6 +448,15 @@ describe('PortAudioBackend', () => {
     expect(none.after.message).toMatch(/no input audio device matches "no-such-pcm"; available input devices: .*"default".*nor did ALSA open a PCM of that name \(Could not open stream/);
   }, 90_000);
 
+  it('a PCM name PortAudio never lists (ALSA arguments: "pulse:mic") is opened by ALSA, with no stream open as with one', async () => {
+    expect(backend.listDevices().map((d) => d.name)).not.toContain('pulse:mic');
+    const cap = backend.openCapture('pulse:mic');
+    open.push(cap);
+    let frames = 0;
+    await cap.start(() => frames++);
+    await waitUntil(() => frames >= 10, 8000, '10 frames from pulse:mic');
+  });
+
   it("while a stream is open, a card is found in the kernel's list (/proc/asound), not PortAudio's old one, and opened by its card id; with none open, PortAudio's list is fresh and is used alone", async () => {
     const pi = new PortAudioBackend({ alsaRoot: path.join(import.meta.dirname, '../../fixtures/asound/pi4-usb-mic') });
     // nothing open in this process (each test closes its streams): the fixture's cards are not looked at

@@ -62,7 +62,7 @@ describe('ThreadedRecognizer', () => {
   });
 
   it('regression: a decode that hung left its utterance waiting for ever (the call heard nothing more) and the thread taken; past the deadline it fails, the thread is replaced and the next utterance is decoded', async () => {
-    const hung = new ThreadedRecognizer({ threads: 1, decodeDeadlineMs: 1500 });
+    const hung = new ThreadedRecognizer({ threads: 1, decodeDeadlineMs: 1500, hungStopGraceMs: 500 });
     try {
       await hung.warmUp();
       const [before] = hung.threadIds();
@@ -77,7 +77,8 @@ describe('ThreadedRecognizer', () => {
       expect(waited).toBeGreaterThanOrEqual(1450);
       expect(waited).toBeLessThan(5000);
       expect(hung.threadIds()).not.toContain(before);
-      // the next utterance gets a new thread (terminate() stopped the busy one) and its transcript; loaded first, as
+      // the next utterance gets a new thread and its transcript (the busy one, asked to stop, is terminated once its
+      // grace is over: a JavaScript loop, not native code, so terminate() is safe here); loaded first, as
       // the kept thread is at start (its first utterance would wait for the load: more than this test's deadline)
       await hung.warmUp();
       expect(await hung.recognize(speech('turn it up'))).toMatchObject({ text: 'turn it up', grammarMatch: true });

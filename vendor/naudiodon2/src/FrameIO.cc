@@ -361,7 +361,8 @@ napi_value Construct(napi_env env, napi_callback_info info) {
     delete io;
     releaseUnusedAlsaPlugins();
     std::string text = std::string("Could not open stream: ") + Pa_GetErrorText(err);
-    // speaker-agent (item 18): ALSA's own reason ("No such file or directory" for a PCM it does not know)
+    // speaker-agent (item 18): the host API's own text where PortAudio gives only "Unanticipated host error" (an
+    // ALSA call that failed in an unexpected place; a PCM ALSA does not know is paBadIODeviceCombination)
     const PaHostErrorInfo* host = err == paUnanticipatedHostError ? Pa_GetLastHostErrorInfo() : nullptr;
     if (host && host->errorText && *host->errorText) text += std::string(": ") + host->errorText;
     return Throw(env, text);
