@@ -32,6 +32,7 @@
 #include <pa_linux_alsa.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -219,6 +220,22 @@ void CallJsOutput(napi_env env, napi_value cb, void* context, void* data) {
 
 void FinalizeTsfn(napi_env, void*, void*) {}
 
+// speaker-agent (PATCHES.md item 19): every signal blocked on this (the JS) thread while PortAudio and ALSA create
+// their threads (the audio callback thread at start, a sound server plugin's at open), which inherit the mask, then
+// restored. Node's SIGCHLD (a finished child: amixer) could otherwise land on PortAudio's callback thread while
+// PortAudio cancelled it (AbortStream's pthread_cancel): libuv's handler then blocked on its signal lock inside the
+// cancellation, the close's pthread_join never returned with the PortAudio lock held, and the event loop waited
+// on that lock for good (a test run hung 45 minutes; gdb: sigcancel_handler -> uv__signal_handler(17)).
+struct SignalsBlocked {
+  sigset_t saved;
+  SignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
+  }
+  ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved, nullptr); }
+};
+
 bool GetNumber(napi_env env, napi_value obj, const char* name, double def, double* out) {
   bool has = false;
   *out = def;
@@ -310,6 +327,7 @@ napi_value Construct(napi_env env, napi_callback_info info) {
   }
 
   std::lock_guard<std::recursive_mutex> paGuard(paLock());  // held until the stream is open (or cleaned up)
+  SignalsBlocked quiet;  // threads made meanwhile get no signal (item 19)
   pruneAlsaProbeList();  // speaker-agent: AlsaProbeList.h
   PaError err = Pa_Initialize();
   if (err != paNoError) {
@@ -393,6 +411,7 @@ napi_value Start(napi_env env, napi_callback_info info) {
   if (io->started) return nullptr;
   io->lastCallbackNs.store(steadyNowNs());
   std::lock_guard<std::recursive_mutex> paGuard(paLock());
+  SignalsBlocked quiet;  // the callback thread PortAudio creates now gets no signal (item 19)
   PaError err = Pa_StartStream(io->stream);
   if (err != paNoError) return Throw(env, std::string("Could not start stream: ") + Pa_GetErrorText(err));
   io->started = true;
